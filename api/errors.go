@@ -1,0 +1,89 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"hourglass/api/opentsdb"
+	"hourglass/downsample"
+	"hourglass/ingest"
+	"hourglass/query"
+	"hourglass/series"
+	"hourglass/store"
+	"hourglass/uid"
+)
+
+// writeOpenTSDBError writes OpenTSDB's error body.
+func writeOpenTSDBError(w http.ResponseWriter, code int, message, details string) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(opentsdb.AppendError(nil, code, message, details))
+}
+
+// openTSDBStatus maps an error to the status and message OpenTSDB would use:
+// input errors are 4xx, storage errors 5xx so clients retry.
+func openTSDBStatus(err error) (int, string, string) {
+	var re *opentsdb.RequestError
+	var le *query.LimitError
+	var nf *uid.NoSuchNameError
+	var ua *downsample.UnknownAggregatorError
+	var se *downsample.SpecError
+	switch {
+	case errors.As(err, &re):
+		return re.Status, re.Message, re.Details
+	case errors.As(err, &le):
+		return http.StatusRequestEntityTooLarge, le.Error(), ""
+	case errors.As(err, &nf):
+		return http.StatusBadRequest, nf.Error(), ""
+	case errors.As(err, &ua):
+		return http.StatusBadRequest, ua.Error(), ""
+	case errors.As(err, &se):
+		return http.StatusBadRequest, se.Error(), ""
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusRequestTimeout, "Query timed out: it ran past the configured query timeout", ""
+	case errors.Is(err, ingest.ErrInvalid):
+		return http.StatusBadRequest, err.Error(), ""
+	case errors.Is(err, uid.ErrFull):
+		return http.StatusBadRequest, err.Error(), ""
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
+		return http.StatusServiceUnavailable, "Storage unavailable: " + err.Error(), "retry later"
+	}
+	return http.StatusInternalServerError, "Storage exception: " + err.Error(), ""
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg, details := openTSDBStatus(err)
+	if code >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeOpenTSDBError(w, code, msg, details)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
+		writeOpenTSDBError(w, http.StatusNotFound, "Endpoint not found", "")
+		return
+	}
+	http.NotFound(w, r)
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Method not allowed",
+		fmt.Sprintf("The HTTP method [%s] is not permitted for this endpoint", r.Method))
+}
+
+// allow wraps h so that other methods get OpenTSDB's 405.
+func allow(h http.HandlerFunc, methods ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range methods {
+			if r.Method == m {
+				h(w, r)
+				return
+			}
+		}
+		methodNotAllowed(w, r)
+	}
+}

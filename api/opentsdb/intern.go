@@ -1,0 +1,91 @@
+package opentsdb
+
+// interner returns one string per distinct name, so the names of a stream of
+// points cost one allocation each, not one per point. It also remembers
+// whether each name is valid under the limit it was checked with, so the
+// character check runs once per name. Not safe for concurrent use.
+type interner struct {
+	m      map[string]internEntry
+	bytes  int
+	maxLen int // the name length limit the valid flags were computed for
+	// recent is a direct-mapped cache in front of m: most names repeat
+	// within a body, and a hit costs a short hash and one comparison
+	// instead of a map probe.
+	recent *[internRecent]internEntry
+	// off disables interning, for one-shot use where a table costs more
+	// than it saves.
+	off bool
+}
+
+const internRecent = 1024 // a power of two
+
+type internEntry struct {
+	s     string
+	valid bool
+}
+
+// Bounds of the table: past them it starts afresh, so a stream of unique
+// values (request ids as tag values) cannot make it grow without end.
+const (
+	internMaxEntries = 1 << 16
+	internMaxBytes   = 8 << 20
+	internMaxLen     = 1024 // longer strings are not interned
+)
+
+// get returns b as a string and whether it is a valid name under maxLen.
+func (in *interner) get(b []byte, maxLen int) (string, bool) {
+	if in.off || len(b) > internMaxLen {
+		s := string(b)
+		return s, validName(s, maxLen)
+	}
+	var slot *internEntry
+	if in.m != nil && in.maxLen == maxLen {
+		slot = &in.recent[recentHash(b)&(internRecent-1)]
+		if slot.s == string(b) && slot.s != "" {
+			return slot.s, slot.valid
+		}
+		if e, ok := in.m[string(b)]; ok {
+			*slot = e
+			return e.s, e.valid
+		}
+	}
+	s := string(b)
+	valid := validName(s, maxLen)
+	if in.m == nil || in.maxLen != maxLen || len(in.m) >= internMaxEntries || in.bytes >= internMaxBytes {
+		in.m = make(map[string]internEntry, 256)
+		if in.recent == nil {
+			in.recent = new([internRecent]internEntry)
+		} else {
+			*in.recent = [internRecent]internEntry{}
+		}
+		in.bytes = 0
+		in.maxLen = maxLen
+		slot = &in.recent[recentHash(b)&(internRecent-1)]
+	}
+	e := internEntry{s: s, valid: valid}
+	in.m[s] = e
+	*slot = e
+	in.bytes += len(s)
+	return s, valid
+}
+
+// recentHash is FNV-1a over the length and up to 16 bytes of b, its first
+// and last 8: cheap, and good enough to spread names that differ in a
+// number at either end.
+func recentHash(b []byte) uint32 {
+	h := uint32(2166136261) ^ uint32(len(b))
+	h *= 16777619
+	if len(b) <= 16 {
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	} else {
+		for _, c := range b[:8] {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		for _, c := range b[len(b)-8:] {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	}
+	return h ^ h>>16
+}

@@ -1,0 +1,213 @@
+package opentsdb
+
+import (
+	"strconv"
+
+	"hourglass/chunk"
+)
+
+// Telnet commands, as OpenTSDB registers them.
+const (
+	CmdPut        = "put"
+	CmdStats      = "stats"
+	CmdVersion    = "version"
+	CmdHelp       = "help"
+	CmdDropCaches = "dropcaches"
+	CmdExit       = "exit"
+)
+
+// trimEOL drops one trailing "\n" or "\r\n", and a trailing "\r" left by a
+// framer that split on "\n" alone.
+func trimEOL(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
+}
+
+// nextWord returns the next space-separated word of line at or after i, and
+// the index after it; runs of spaces separate words like one space.
+func nextWord(line []byte, i int) (word []byte, next int) {
+	for i < len(line) && line[i] == ' ' {
+		i++
+	}
+	start := i
+	for i < len(line) && line[i] != ' ' {
+		i++
+	}
+	return line[start:i], i
+}
+
+// SplitCommand splits a telnet line into its command and arguments. A
+// trailing "\n" or "\r\n" is dropped and runs of spaces count as one
+// separator (OpenTSDB splits on each space; hourglass is lenient here). cmd
+// is "" for a blank line, which a handler may ignore. The arguments alias
+// line. Commands are case-sensitive, as in OpenTSDB: reply
+// UnknownCommand(cmd) to anything but the Cmd* constants.
+func SplitCommand(line []byte) (cmd string, args [][]byte) {
+	line = trimEOL(line)
+	w, i := nextWord(line, 0)
+	cmd = commandName(w)
+	for {
+		var a []byte
+		a, i = nextWord(line, i)
+		if len(a) == 0 {
+			return cmd, args
+		}
+		args = append(args, a)
+	}
+}
+
+// commandName returns w as a string, without allocating for known commands.
+func commandName(w []byte) string {
+	switch string(w) {
+	case CmdPut:
+		return CmdPut
+	case CmdStats:
+		return CmdStats
+	case CmdVersion:
+		return CmdVersion
+	case CmdHelp:
+		return CmdHelp
+	case CmdDropCaches:
+		return CmdDropCaches
+	case CmdExit:
+		return CmdExit
+	}
+	return string(w)
+}
+
+// LineParser parses telnet put lines, interning names like PutDecoder. The
+// zero value is ready to use with default Limits. Not safe for concurrent
+// use: keep one per connection.
+type LineParser struct {
+	Limits Limits
+	intern interner
+}
+
+// ParsePutLine parses one telnet put line; see LineParser.Parse. It does not
+// intern names: for a stream of lines, keep a LineParser per connection.
+func ParsePutLine(line []byte, l Limits, dp *DataPoint) error {
+	p := LineParser{Limits: l, intern: interner{off: true}}
+	return p.Parse(line, dp)
+}
+
+// Parse parses "put <metric> <timestamp> <value> <tagk=tagv> [...]" into dp
+// (whose Tags slice is reused). A trailing "\n" or "\r\n" is dropped, and
+// runs of spaces separate words like one space. The timestamp is seconds or
+// milliseconds by the rule of ParsePut; a dot in it is removed, so
+// "1364410924.250" is 1364410924250 ms (OpenTSDB's rule: always send three
+// digits after the dot). The value is read as in ParsePut. The line is read
+// as UTF-8 (OpenTSDB reads ISO-8859-1).
+//
+// On error it returns a *LineError whose text is OpenTSDB's reply line, in
+// OpenTSDB's order of checks:
+//
+//	put: illegal argument: not enough arguments (need least 4, got 1)
+//	put: invalid value: Invalid character 'n' in notatime     (timestamp)
+//	put: illegal argument: invalid timestamp: 0
+//	put: illegal argument: invalid tag: foo
+//	put: illegal argument: duplicate tag: host=b, tags={host=a}
+//	put: invalid value: Invalid character 'x' in 12x           (value)
+//	put: illegal argument: <a DataPoint.Validate message>
+//
+// A line whose first word is not "put" gets UnknownCommand's text.
+func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
+	line = trimEOL(line)
+	cmd, i := nextWord(line, 0)
+	if string(cmd) != CmdPut {
+		return &LineError{Reply: UnknownCommand(string(cmd))}
+	}
+	maxLen := p.Limits.maxNameLen()
+	dp.Metric, dp.Timestamp, dp.Value, dp.Tags = "", 0, chunk.Value{}, dp.Tags[:0]
+
+	var words [3][]byte
+	for n := range words {
+		words[n], i = nextWord(line, i)
+		if len(words[n]) == 0 {
+			return lineErr("illegal argument", "not enough arguments (need least 4, got "+strconv.Itoa(n)+")")
+		}
+	}
+	tagsAt := i
+	if w, _ := nextWord(line, i); len(w) == 0 {
+		return lineErr("illegal argument", "not enough arguments (need least 4, got 3)")
+	}
+
+	metric, metricValid := p.intern.get(words[0], maxLen)
+
+	tsText := words[1]
+	for _, c := range tsText {
+		if c == '.' {
+			tsText = removeDots(tsText)
+			break
+		}
+	}
+	ts, msg := parseLong(tsText)
+	if msg != "" {
+		return lineErr("invalid value", msg)
+	}
+	if ts <= 0 {
+		return lineErr("illegal argument", "invalid timestamp: "+strconv.FormatInt(ts, 10))
+	}
+
+	namesValid := metricValid
+	for i = tagsAt; ; {
+		var w []byte
+		w, i = nextWord(line, i)
+		if len(w) == 0 {
+			break
+		}
+		eq := -1
+		for j, c := range w {
+			if c == '=' {
+				if eq >= 0 {
+					eq = -2 // OpenTSDB splits on every '=': two of them is an error
+					break
+				}
+				eq = j
+			}
+		}
+		if eq <= 0 || eq == len(w)-1 {
+			return lineErr("illegal argument", "invalid tag: "+string(w))
+		}
+		k, kv := p.intern.get(w[:eq], maxLen)
+		v, vv := p.intern.get(w[eq+1:], maxLen)
+		dup := false
+		for _, t := range dp.Tags {
+			if t.Key == k {
+				if t.Value != v {
+					return lineErr("illegal argument", "duplicate tag: "+string(w)+", tags="+formatTags(dp.Tags))
+				}
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dp.Tags = append(dp.Tags, Tag{Key: k, Value: v})
+			namesValid = namesValid && kv && vv
+		}
+	}
+
+	v, msg := parseValue(words[2])
+	if msg != "" {
+		return lineErr("invalid value", msg)
+	}
+	dp.Metric, dp.Timestamp, dp.Value = metric, TimestampMillis(ts), v
+	if err := dp.validateRest(p.Limits, namesValid); err != nil {
+		return lineErr("illegal argument", err.(*PointError).Message)
+	}
+	return nil
+}
+
+func removeDots(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c != '.' {
+			out = append(out, c)
+		}
+	}
+	return out
+}

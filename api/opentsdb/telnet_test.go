@@ -1,0 +1,155 @@
+package opentsdb
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"hourglass/chunk"
+)
+
+func TestParsePutLine(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want DataPoint
+	}{
+		{"docs example", "put sys.if.bytes.out 1479496100 1.3E3 host=web01 interface=eth0",
+			pt("sys.if.bytes.out", 1479496100000, chunk.Float(1300), "host", "web01", "interface", "eth0")},
+		{"newline", "put m 1 42 k=v\n", pt("m", 1000, chunk.Int(42), "k", "v")},
+		{"crlf", "put m 1 42 k=v\r\n", pt("m", 1000, chunk.Int(42), "k", "v")},
+		{"consecutive spaces", "put  m   1  42   k=v    j=w  ", pt("m", 1000, chunk.Int(42), "k", "v", "j", "w")},
+		{"milliseconds", "put m 1479496100123 -7 k=v", pt("m", 1479496100123, chunk.Int(-7), "k", "v")},
+		{"dotted milliseconds", "put m 1479496100.123 1 k=v", pt("m", 1479496100123, chunk.Int(1), "k", "v")},
+		{"dotted short, as OpenTSDB", "put m 1479496100.25 1 k=v", pt("m", 147949610025, chunk.Int(1), "k", "v")},
+		{"float", "put m 1 0.1 k=v", pt("m", 1000, chunk.Float(0.1), "k", "v")},
+		{"max int64", "put m 1 9223372036854775807 k=v", pt("m", 1000, chunk.Int(math.MaxInt64), "k", "v")},
+		{"min int64", "put m 1 -9223372036854775808 k=v", pt("m", 1000, chunk.Int(math.MinInt64), "k", "v")},
+		{"plus sign", "put m +1 +5 k=v", pt("m", 1000, chunk.Int(5), "k", "v")},
+		{"same pair twice", "put m 1 1 k=v k=v", pt("m", 1000, chunk.Int(1), "k", "v")},
+		{"unicode", "put température 1 1 ville=Zürich", pt("température", 1000, chunk.Int(1), "ville", "Zürich")},
+		{"prometheus", "put job:rps 1 1 a=b:c", pt("job:rps", 1000, chunk.Int(1), "a", "b:c")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dp DataPoint
+			if err := ParsePutLine([]byte(tt.line), Limits{}, &dp); err != nil {
+				t.Fatal(err)
+			}
+			if !samePoint(dp, tt.want) {
+				t.Errorf("got %+v, want %+v", dp, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePutLineErrors(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"one argument", "put foo", "put: illegal argument: not enough arguments (need least 4, got 1)"},
+		{"no argument", "put", "put: illegal argument: not enough arguments (need least 4, got 0)"},
+		{"no tags", "put m 1 1", "put: illegal argument: not enough arguments (need least 4, got 3)"},
+		{"no tags trailing space", "put m 1 1   \r\n", "put: illegal argument: not enough arguments (need least 4, got 3)"},
+		{"bad timestamp", "put m notatime 1 k=v", "put: invalid value: Invalid character 'n' in notatime"},
+		{"timestamp zero", "put m 0 1 k=v", "put: illegal argument: invalid timestamp: 0"},
+		{"timestamp negative", "put m -5 1 k=v", "put: illegal argument: invalid timestamp: -5"},
+		{"timestamp too long", "put m 12345678901234567890 1 k=v", "put: invalid value: Value too long: 12345678901234567890"},
+		{"timestamp just a sign", "put m - 1 k=v", "put: invalid value: Just a sign, no value: -"},
+		{"bad milliseconds", "put m 10000000000000 1 k=v",
+			"put: illegal argument: bad timestamp=10000000000000 when trying to add value=1 to metric=m, tags={k=v}"},
+		{"tag without =", "put m 1 1 foo", "put: illegal argument: invalid tag: foo"},
+		{"tag empty key", "put m 1 1 =v", "put: illegal argument: invalid tag: =v"},
+		{"tag empty value", "put m 1 1 k=", "put: illegal argument: invalid tag: k="},
+		{"tag two =", "put m 1 1 k=v=w", "put: illegal argument: invalid tag: k=v=w"},
+		{"duplicate tag", "put m 1 1 host=a dc=x host=b", "put: illegal argument: duplicate tag: host=b, tags={host=a, dc=x}"},
+		{"bad value", "put m 1 12x k=v", "put: invalid value: Invalid character 'x' in 12x"},
+		{"NaN", "put m 1 NaN k=v", "put: invalid value: Invalid character 'N' in NaN"},
+		{"bad float", "put m 1 1.5x k=v", `put: invalid value: For input string: "1.5x"`},
+		{"overflow", "put m 1 9223372036854775808 k=v", "put: invalid value: Overflow in 9223372036854775808"},
+		{"infinite", "put m 1 1e999 k=v", "put: illegal argument: value is NaN or Infinite: Infinity for metric=m timestamp=1000"},
+		{"too many tags", "put m 1 1 a=1 b=2 c=3", "put: illegal argument: Too many tags: 3 maximum allowed: 2, tags: {a=1, b=2, c=3}"},
+		{"bad metric", "put a!b 1 1 k=v", `put: illegal argument: Invalid metric name ("a!b"): illegal character: !`},
+		{"bad tag key", "put m 1 1 k*=v", `put: illegal argument: Invalid tag name with value [v] ("k*"): illegal character: *`},
+		{"bad tag value", "put m 1 1 k=v\tw", "put: illegal argument: Invalid tag value with key [k] (\"v\tw\"): illegal character: \t"},
+		{"not put", "PUT m 1 1 k=v", "unknown command: PUT.  Try `help'."},
+
+		// Order: tags are read before the value, the value before the names.
+		{"tag before value", "put m 1 x foo", "put: illegal argument: invalid tag: foo"},
+		{"value before names", "put a! 1 x k=v", "put: invalid value: Invalid character 'x' in x"},
+		{"timestamp before tags", "put m x 1 foo", "put: invalid value: Invalid character 'x' in x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dp DataPoint
+			err := ParsePutLine([]byte(tt.line), Limits{MaxTags: 2}, &dp)
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("got %v, want a *LineError", err)
+			}
+			if le.Reply != tt.want {
+				t.Errorf("got  %q\nwant %q", le.Reply, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineParserReuse(t *testing.T) {
+	var p LineParser
+	var dp DataPoint
+	if err := p.Parse([]byte("put m 1 1 a=1 b=2"), &dp); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Parse([]byte("put m 2 2.5 a=1"), &dp); err != nil {
+		t.Fatal(err)
+	}
+	if !samePoint(dp, pt("m", 2000, chunk.Float(2.5), "a", "1")) {
+		t.Errorf("got %+v", dp)
+	}
+	if err := p.Parse([]byte("put m! 2 2 a=1"), &dp); err == nil {
+		t.Error("no error for an invalid metric")
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	tests := []struct {
+		name, line, cmd string
+		args            []string
+	}{
+		{"put", "put m 1 1 k=v\r\n", "put", []string{"m", "1", "1", "k=v"}},
+		{"version", "version\n", "version", nil},
+		{"stats", "stats", "stats", nil},
+		{"help", "help", "help", nil},
+		{"dropcaches", "dropcaches\r\n", "dropcaches", nil},
+		{"exit", "exit", "exit", nil},
+		{"spaces", "  put   a  b ", "put", []string{"a", "b"}},
+		{"blank", "\r\n", "", nil},
+		{"unknown", "foo bar", "foo", []string{"bar"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, args := SplitCommand([]byte(tt.line))
+			if cmd != tt.cmd {
+				t.Errorf("cmd %q, want %q", cmd, tt.cmd)
+			}
+			var got []string
+			for _, a := range args {
+				got = append(got, string(a))
+			}
+			if !slices.Equal(got, tt.args) {
+				t.Errorf("args %q, want %q", got, tt.args)
+			}
+		})
+	}
+}
+
+func TestTelnetReplies(t *testing.T) {
+	if got, want := UnknownCommand("foo"), "unknown command: foo.  Try `help'."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := HelpReply("stats", "dropcaches", "version", "exit", "help", "put"),
+		"available commands: stats dropcaches version exit help put "; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,262 @@
+// Package api is hourglass's outside: the HTTP routes of the OpenTSDB and
+// Prometheus dialects, the telnet-style line protocol on the same port,
+// /metrics and /healthz. Handlers are thin: the dialects' parsers live in
+// api/opentsdb (and their Prometheus counterparts), the work in ingest/ and query/.
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"hourglass/ingest"
+	"hourglass/query"
+	"hourglass/series"
+)
+
+// Config holds the limits and switches of the outside. Zero values mean the defaults.
+type Config struct {
+	// MaxBodyBytes bounds a request body as sent (compressed or not). Default 64 MiB.
+	MaxBodyBytes int64
+	// MaxDecodedBytes bounds a request body after decompression. Default 256 MiB.
+	MaxDecodedBytes int64
+	// TelnetMaxLine bounds a line of the telnet protocol. Default 1024 bytes, as OpenTSDB.
+	TelnetMaxLine int
+	// QueryTimeout bounds the time of one query. Default 2 minutes.
+	QueryTimeout time.Duration
+	// Version is reported by /api/version and the telnet version command.
+	Version string
+}
+
+func (c *Config) fill() {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 64 << 20
+	}
+	if c.MaxDecodedBytes <= 0 {
+		c.MaxDecodedBytes = 256 << 20
+	}
+	if c.TelnetMaxLine <= 0 {
+		c.TelnetMaxLine = 1024
+	}
+	if c.QueryTimeout <= 0 {
+		c.QueryTimeout = 2 * time.Minute
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+}
+
+// Server serves every dialect on one listener. Create it with New.
+type Server struct {
+	cfg     Config
+	head    *series.Head
+	writer  *ingest.Writer
+	engine  *query.Engine
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	router  *mux.Router
+	started time.Time
+	m       *serverMetrics
+
+	puts    sync.Pool
+	putOnce sync.Once
+
+	mu      sync.Mutex
+	http    *http.Server
+	split   *splitListener
+	telnets map[net.Conn]struct{}
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// New returns a server over the head. reg receives the server's own metrics
+// and is exposed at /metrics.
+func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Engine, reg *prometheus.Registry, log *slog.Logger) *Server {
+	cfg.fill()
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, head: head, writer: writer, engine: engine, log: log, reg: reg,
+		started: time.Now(), telnets: map[net.Conn]struct{}{},
+	}
+	s.m = newServerMetrics(reg)
+	s.router = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler (for tests that need no listener).
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.HandleFunc("/healthz", s.handleHealth)
+	if s.reg != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	}
+	s.openTSDBRoutes(r)
+	r.NotFoundHandler = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(s.notFound)
+	return r
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.head.Fatal(); err != nil {
+		http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// Serve accepts connections on ln until Shutdown. It returns
+// http.ErrServerClosed after a Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.split = newSplitListener(ln, s.serveTelnet)
+	s.http = &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	hs, sl := s.http, s.split
+	s.mu.Unlock()
+	return hs.Serve(sl)
+}
+
+// Shutdown stops accepting, lets requests in flight finish (each one is
+// acknowledged or not, never half) and closes telnet connections after the
+// batch they are writing.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	hs, sl := s.http, s.split
+	for c := range s.telnets {
+		// Wake the reader; the connection finishes its batch and closes.
+		_ = c.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	var err error
+	if hs != nil {
+		err = hs.Shutdown(ctx)
+	}
+	if sl != nil {
+		sl.Close()
+		done := make(chan struct{})
+		go func() { sl.wg.Wait(); s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+		}
+	}
+	return err
+}
+
+func (s *Server) trackTelnet(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.telnets[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrackTelnet(c net.Conn) {
+	s.mu.Lock()
+	delete(s.telnets, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes, without its end of line.
+// A longer line is consumed whole and reported as errLineTooLong.
+func readLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	tooLong := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(frag) > max+2 {
+				tooLong = true
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err.Error() == "EOF" && len(buf) > 0 && !tooLong {
+				return trimEOL(buf), nil
+			}
+			return buf, err
+		}
+		if tooLong {
+			return buf, errLineTooLong
+		}
+		buf = trimEOL(buf)
+		if len(buf) > max {
+			return buf, errLineTooLong
+		}
+		return buf, nil
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+type serverMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	points   *prometheus.CounterVec
+}
+
+func newServerMetrics(reg *prometheus.Registry) *serverMetrics {
+	m := &serverMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_http_requests_total", Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hourglass_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"route"}),
+		points: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_points_received_total", Help: "Points received by dialect and outcome."}, []string{"dialect", "outcome"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration, m.points)
+	}
+	return m
+}

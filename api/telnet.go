@@ -1,0 +1,119 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"hourglass/api/opentsdb"
+	"hourglass/series"
+)
+
+// telnetBatch bounds the points of one WAL append from one connection.
+const telnetBatch = 5000
+
+// serveTelnet runs the line protocol on one connection: put lines are
+// parsed as they come and appended in batches (everything the client has
+// already sent, up to telnetBatch points), so a fast client shares WAL
+// commits; other commands answer at once. Success is silent, errors are one
+// line each, in OpenTSDB's words.
+func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
+	if !s.trackTelnet(c) {
+		c.Close()
+		return
+	}
+	defer s.untrackTelnet(c)
+	defer c.Close()
+	lim := s.writer.Limits()
+	parser := opentsdb.LineParser{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}}
+	batch := s.writer.NewBatch()
+	bw := bufio.NewWriter(c)
+	var dp opentsdb.DataPoint
+	var tags []series.Tag
+	var line []byte
+	commit := func() bool {
+		if batch.Len() == 0 {
+			return true
+		}
+		err := batch.Commit(context.Background())
+		failed := batch.Failed()
+		if err != nil {
+			failed = batch.Len()
+			_, _ = bw.WriteString("put: storage error: " + err.Error() + "\n")
+		} else {
+			for _, e := range batch.CommitErrors() {
+				_, _ = bw.WriteString("put: illegal argument: " + e.Error() + "\n")
+			}
+		}
+		s.m.points.WithLabelValues("opentsdb_telnet", "stored").Add(float64(batch.Len() - failed))
+		s.m.points.WithLabelValues("opentsdb_telnet", "rejected").Add(float64(failed))
+		batch.Reset()
+		return err == nil
+	}
+	for {
+		var err error
+		line, err = readLine(br, s.cfg.TelnetMaxLine, line)
+		if err != nil {
+			commit()
+			if errors.Is(err, errLineTooLong) {
+				_, _ = bw.WriteString("put: illegal argument: line longer than " + strconv.Itoa(s.cfg.TelnetMaxLine) + " bytes; discarded\n")
+				if bw.Flush() != nil {
+					return
+				}
+				continue
+			}
+			_ = bw.Flush()
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !s.isClosing() {
+				continue
+			}
+			return
+		}
+		cmd, _ := opentsdb.SplitCommand(line)
+		switch cmd {
+		case "":
+			// A blank line: nothing to do.
+		case opentsdb.CmdPut:
+			if perr := parser.Parse(line, &dp); perr != nil {
+				batch.Reject(perr)
+				_, _ = bw.WriteString(perr.Error() + "\n")
+				break
+			}
+			tags = toSeriesTags(tags, dp.Tags)
+			if aerr := batch.Add(dp.Metric, tags, dp.Timestamp, dp.Value); aerr != nil {
+				_, _ = bw.WriteString("put: illegal argument: " + aerr.Error() + "\n")
+			}
+		case "exit":
+			commit()
+			_ = bw.Flush()
+			return
+		case "version":
+			commit()
+			_, _ = bw.WriteString("hourglass " + s.cfg.Version + "\nBuilt with " + goVersion() + "\n")
+		case "help":
+			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put") + "\n")
+		case "dropcaches":
+			s.head.UIDs().DropCaches()
+			_, _ = bw.WriteString("Caches dropped.\n")
+		case "stats":
+			commit()
+			for _, st := range s.statsLines(time.Now()) {
+				_, _ = bw.WriteString(st + "\n")
+			}
+		default:
+			_, _ = bw.WriteString(opentsdb.UnknownCommand(cmd) + "\n")
+		}
+		if batch.Len() >= telnetBatch || br.Buffered() == 0 {
+			if !commit() {
+				_ = bw.Flush()
+				return
+			}
+			if bw.Flush() != nil {
+				return
+			}
+		}
+	}
+}

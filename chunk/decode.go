@@ -1,0 +1,601 @@
+package chunk
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+)
+
+// batch is how many points the Iterator decodes at a time, into buffers
+// inside itself: tight per-stream loops over a batch run several times
+// faster than decoding a point per call, and the buffers make Seek cheap.
+const batch = 64
+
+// Iterator decodes a chunk. The zero Iterator holds no points; Reset points
+// it at a chunk. Reusing one Iterator through Reset allocates nothing, and
+// neither do Next, Seek and At.
+//
+// An Iterator is not safe for concurrent use. It reads the chunk's bytes in
+// place: they must not change while it is in use.
+type Iterator struct {
+	ts seqDec // timestamps, as offsets from base
+	vs seqDec // values of int and decimal chunks; vs.r reads xor values too
+
+	base    int64
+	count   int // points in the chunk
+	decoded int // points decoded into the buffers so far
+	n       int // points in the buffers
+	pos     int // the current point's index in the buffers
+	enc     encoding
+	scale   float64 // 10^k of a decimal chunk
+	prevOff int64   // offset from base of the last point decoded, -1 before
+
+	// Gorilla XOR state.
+	xv          uint64
+	lead, trail uint8
+
+	kinds uint64 // bit i set: buffered point i is an int
+	done  bool   // the end was reached (and checked, unless Seek skipped it)
+	err   error
+
+	tbuf [batch]int64 // timestamps
+	vbuf [batch]int64 // value bits
+}
+
+// code is one entry of a prefix table: the prefix length and the width of
+// the bucket it names.
+type code struct{ cl, w uint8 }
+
+// seqDec decodes a residual sequence (see format.go).
+type seqDec struct {
+	r     bitReader
+	tab   [8]code // by the next three bits
+	keep  int64   // -1 for order 2 (the delta carries over), 0 for order 1
+	order int
+	// A residual is int64(u>>zzShift) ^ -int64(u&zzMask) + off: zig-zag
+	// with shift and mask 1 and off 0, offset mode with shift and mask 0.
+	zzShift uint
+	zzMask  uint64
+	off     int64
+	noBits  bool  // one bucket of width 0: every residual is off
+	fixed   bool  // one bucket: no prefixes
+	i       int   // integers decoded so far
+	x, d    int64 // current integer and delta
+	d1      int64 // x1-x0, for order 2
+}
+
+// Reset points it at the chunk b of the row whose base hour is base (Unix
+// milliseconds), and checks the chunk's header. Errors from a bad header
+// are *CorruptionError; the rest of the chunk is checked as it is read, and
+// a problem there ends the iteration with Err set. Reset clears any earlier
+// error.
+func (it *Iterator) Reset(b []byte, base int64) error {
+	// Not *it = Iterator{}: the buffers need no clearing.
+	it.ts, it.vs = seqDec{}, seqDec{}
+	it.base, it.count, it.decoded, it.n, it.pos = base, 0, 0, 0, 0
+	it.enc, it.scale, it.prevOff = 0, 0, -1
+	it.xv, it.lead, it.trail, it.kinds = 0, 0, 0, 0
+	it.done, it.err = false, nil
+	if err := it.reset(b, base); err != nil {
+		it.count = 0
+		it.err = err
+		return err
+	}
+	return nil
+}
+
+func (it *Iterator) reset(b []byte, base int64) error {
+	if base%HourMillis != 0 || base > math.MaxInt64-HourMillis {
+		return corrupt(0, "base "+strconv.FormatInt(base, 10)+" is not a whole hour")
+	}
+	if len(b) < 2 {
+		return corrupt(len(b), "truncated header")
+	}
+	if b[0] != formatVersion {
+		return corrupt(0, "unknown format version "+strconv.Itoa(int(b[0])))
+	}
+	it.enc = encoding(b[1])
+	if it.enc == 0 || it.enc > encLast {
+		return corrupt(1, "unknown value encoding "+strconv.Itoa(int(b[1])))
+	}
+	off := 2
+	count, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return corrupt(off, "bad point count")
+	}
+	if count == 0 || count > MaxPoints {
+		return corrupt(off, "point count "+strconv.FormatUint(count, 10)+" out of range")
+	}
+	off += n
+
+	// Timestamps.
+	off, err := it.ts.header(b, off, int(count), true)
+	if err != nil {
+		return err
+	}
+	tsLen, n := binary.Uvarint(b[off:])
+	if n <= 0 || tsLen > uint64(len(b)-off-n) {
+		return corrupt(off, "bad timestamp stream length")
+	}
+	off += n
+	end := off + int(tsLen)
+	it.ts.r.reset(b[off:end], end)
+	off = end
+
+	// Values.
+	switch it.enc {
+	case encConstInt, encConstFloat, encConstDecimal:
+		var v int64
+		switch it.enc {
+		case encConstInt:
+			if v, n = binary.Varint(b[off:]); n <= 0 {
+				return corrupt(off, "bad constant")
+			}
+			it.kinds = ^uint64(0)
+		case encConstFloat:
+			if len(b)-off < 8 {
+				return corrupt(off, "truncated constant")
+			}
+			v, n = int64(binary.BigEndian.Uint64(b[off:])), 8
+		case encConstDecimal:
+			if off >= len(b) || b[off] > maxScale {
+				return corrupt(off, "bad decimal scale")
+			}
+			scale := pow10[b[off]]
+			off++
+			if v, n = binary.Varint(b[off:]); n <= 0 {
+				return corrupt(off, "bad constant")
+			}
+			v = int64(math.Float64bits(float64(v) / scale))
+		}
+		if off += n; off != len(b) {
+			return corrupt(off, "trailing bytes")
+		}
+		for i := range it.vbuf {
+			it.vbuf[i] = v
+		}
+	case encInt, encDecimal:
+		if it.enc == encDecimal {
+			if off >= len(b) || b[off] > maxScale {
+				return corrupt(off, "bad decimal scale")
+			}
+			it.scale = pow10[b[off]]
+			off++
+		} else {
+			it.kinds = ^uint64(0)
+		}
+		if off, err = it.vs.header(b, off, int(count), false); err != nil {
+			return err
+		}
+		it.vs.r.reset(b[off:], len(b))
+	case encXOR, encMixed:
+		it.vs.r.reset(b[off:], len(b))
+	}
+	it.count = int(count)
+	return nil
+}
+
+// header reads a residual sequence's descriptor, widths, offset, first
+// integer and, for order 2, first delta, starting at off; it returns the
+// offset after them.
+func (s *seqDec) header(b []byte, off, count int, unsigned bool) (int, error) {
+	if off >= len(b) {
+		return off, corrupt(off, "truncated sequence descriptor")
+	}
+	desc := b[off]
+	if desc&^descMask != 0 {
+		return off, corrupt(off, "bad sequence descriptor")
+	}
+	off++
+	nb := int(desc&descBuckets) + 1
+	s.order, s.keep = 1, 0
+	if desc&descOrder2 != 0 {
+		s.order, s.keep = 2, -1
+	}
+	if len(b)-off < nb {
+		return off, corrupt(off, "truncated bucket widths")
+	}
+	var ws [4]uint8
+	for i := range nb {
+		ws[i] = b[off+i]
+		if ws[i] > 64 || i > 0 && ws[i] <= ws[i-1] {
+			return off, corrupt(off+i, "bad bucket width")
+		}
+	}
+	off += nb
+	s.zzShift, s.zzMask, s.off = 1, 1, 0
+	if desc&descOffset != 0 {
+		v, n := binary.Varint(b[off:])
+		if n <= 0 {
+			return off, corrupt(off, "bad residual offset")
+		}
+		off += n
+		s.zzShift, s.zzMask, s.off = 0, 0, v
+	}
+	s.noBits = nb == 1 && ws[0] == 0
+	s.fixed = nb == 1
+	for p, bk := range bucketOfPrefix[nb] {
+		s.tab[p] = code{cl: prefixLen[nb][bk], w: ws[bk]}
+	}
+	var n int
+	if s.x, n = varint(b[off:], unsigned); n <= 0 {
+		return off, corrupt(off, "bad first integer")
+	}
+	off += n
+	if s.order == 2 && count >= 2 {
+		if s.d1, n = varint(b[off:], unsigned); n <= 0 {
+			return off, corrupt(off, "bad first delta")
+		}
+		off += n
+	}
+	return off, nil
+}
+
+func varint(b []byte, unsigned bool) (int64, int) {
+	if unsigned {
+		u, n := binary.Uvarint(b)
+		return int64(u), n
+	}
+	return binary.Varint(b)
+}
+
+// decode decodes the next len(dst) integers into dst, and reports false if
+// the stream ends too soon. With a scale other than 0 it stores, instead of
+// each integer m, the bits of float64(m)/scale: the division then overlaps
+// the integer work.
+func (s *seqDec) decode(dst []int64, scale float64) bool {
+	conv := scale != 0
+	// The first one or two integers come from the header.
+	for len(dst) > 0 && s.i < s.order {
+		if s.i == 1 {
+			s.d = s.d1
+			s.x += s.d
+		}
+		dst[0] = s.x
+		if conv {
+			dst[0] = int64(math.Float64bits(float64(s.x) / scale))
+		}
+		dst = dst[1:]
+		s.i++
+	}
+	s.i += len(dst)
+	x, d, keep := s.x, s.d, s.keep
+	if s.noBits {
+		r := s.off // zig-zag 0 is 0
+		if keep == 0 || r == 0 {
+			// The delta is the same every time: r, or the last one.
+			d = d&keep + r
+			for i := range dst {
+				x += d
+				dst[i] = x
+			}
+		} else {
+			for i := range dst {
+				d += r
+				x += d
+				dst[i] = x
+			}
+		}
+		if conv {
+			for i, m := range dst {
+				dst[i] = int64(math.Float64bits(float64(m) / scale))
+			}
+		}
+		s.x, s.d = x, d
+		return true
+	}
+	sh, mask, off := s.zzShift, s.zzMask, s.off
+	buf, n, b := s.r.buf, s.r.n, s.r.b
+	if w := uint(s.tab[0].w); s.fixed && w <= 56 {
+		// One bucket: every residual is w bits, no prefix to look up.
+		for i := range dst {
+			if n < w {
+				if len(b) >= 8 {
+					buf |= binary.BigEndian.Uint64(b) >> n
+					b = b[(63-n)>>3:]
+					n |= 56
+				} else {
+					s.r.buf, s.r.n, s.r.b = buf, n, b
+					s.r.refill()
+					buf, n, b = s.r.buf, s.r.n, s.r.b
+					if n < w {
+						return false
+					}
+				}
+			}
+			u := buf >> (64 - w)
+			buf <<= w
+			n -= w
+			d = d&keep + (int64(u>>sh) ^ -int64(u&mask) + off)
+			x += d
+			if conv {
+				dst[i] = int64(math.Float64bits(float64(x) / scale))
+			} else {
+				dst[i] = x
+			}
+		}
+		s.r.buf, s.r.n, s.r.b = buf, n, b
+		s.x, s.d = x, d
+		return true
+	}
+	tab := &s.tab
+	for i := range dst {
+		if n < 56 {
+			if len(b) >= 8 {
+				buf |= binary.BigEndian.Uint64(b) >> n
+				b = b[(63-n)>>3:]
+				n |= 56
+			} else {
+				s.r.buf, s.r.n, s.r.b = buf, n, b
+				s.r.refill()
+				buf, n, b = s.r.buf, s.r.n, s.r.b
+			}
+		}
+		e := tab[buf>>61]
+		cl, w := uint(e.cl), uint(e.w)
+		var u uint64
+		if tot := cl + w; tot <= n {
+			u = buf << cl >> (64 - w)
+			buf <<= tot
+			n -= tot
+		} else {
+			// A code longer than the bits at hand: the stream's end, or
+			// a 64-bit bucket.
+			s.r.buf, s.r.n, s.r.b = buf, n, b
+			var ok bool
+			if _, ok = s.r.read(cl); ok {
+				u, ok = s.r.read(w)
+			}
+			if !ok {
+				return false
+			}
+			buf, n, b = s.r.buf, s.r.n, s.r.b
+		}
+		d = d&keep + (int64(u>>sh) ^ -int64(u&mask) + off)
+		x += d
+		if conv {
+			dst[i] = int64(math.Float64bits(float64(x) / scale))
+		} else {
+			dst[i] = x
+		}
+	}
+	s.r.buf, s.r.n, s.r.b = buf, n, b
+	s.x, s.d = x, d
+	return true
+}
+
+// Next advances to the next point and reports whether there is one. It
+// returns false at the end of the chunk and on corrupt data; Err tells
+// which.
+func (it *Iterator) Next() bool {
+	if it.pos+1 < it.n {
+		it.pos++
+		return true
+	}
+	return it.fill()
+}
+
+// fill decodes the next batch of points into the buffers.
+func (it *Iterator) fill() bool {
+	if it.done || it.err != nil || it.count == 0 {
+		return false
+	}
+	k := min(it.count-it.decoded, batch)
+	if k == 0 {
+		return it.finish()
+	}
+	first := it.decoded == 0
+	it.decoded += k
+
+	// Timestamps: decode the offsets, check they increase inside the
+	// hour, add the base.
+	ts := it.tbuf[:k]
+	if !it.ts.decode(ts, 0) {
+		return it.fail(it.ts.r.offset(), "truncated timestamp stream")
+	}
+	prev := it.prevOff
+	if s := &it.ts; s.noBits && (s.keep == 0 || s.off == 0) {
+		// Every step is s.d (a regular scrape): check the ends and the step.
+		first, last := ts[0], ts[k-1]
+		if uint64(first) >= HourMillis || first <= prev || uint64(last) >= HourMillis ||
+			k > 1 && (s.d <= 0 || s.d >= HourMillis) {
+			return it.fail(it.ts.r.offset(), "timestamps not increasing or outside the hour")
+		}
+		for i := range ts {
+			ts[i] += it.base
+		}
+		prev = last
+	} else {
+		var hi uint64
+		minD := int64(1)
+		for i, x := range ts {
+			hi = max(hi, uint64(x))
+			minD = min(minD, x-prev)
+			prev = x
+			ts[i] = x + it.base
+		}
+		if hi >= HourMillis || minD <= 0 {
+			return it.fail(it.ts.r.offset(), "timestamps not increasing or outside the hour")
+		}
+	}
+	it.prevOff = prev
+
+	// Values.
+	vs := it.vbuf[:k]
+	switch it.enc {
+	case encInt, encDecimal: // it.scale is 0 for int
+		if !it.vs.decode(vs, it.scale) {
+			return it.fail(it.vs.r.offset(), "truncated value stream")
+		}
+	case encXOR, encMixed:
+		if !it.decodeXOR(vs, first) {
+			return it.fail(it.vs.r.offset(), "truncated or bad xor value")
+		}
+	}
+	it.n, it.pos = k, 0
+	return true
+}
+
+// decodeXOR decodes the next len(dst) Gorilla XOR values into dst; in a
+// mixed chunk it sets it.kinds too.
+func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
+	r := &it.vs.r
+	mixed := it.enc == encMixed
+	var kinds uint64
+	for i := range dst {
+		if r.n < 56 {
+			r.refill()
+		}
+		if mixed {
+			if r.n == 0 {
+				return false
+			}
+			kinds |= r.buf >> 63 << i
+			r.buf <<= 1
+			r.n--
+		}
+		if first && i == 0 {
+			v, ok := r.read(64)
+			if !ok {
+				return false
+			}
+			it.xv = v
+			dst[0] = int64(v)
+			continue
+		}
+		if r.n == 0 {
+			return false
+		}
+		switch {
+		case r.buf>>63 == 0: // 0: unchanged
+			r.buf <<= 1
+			r.n--
+			dst[i] = int64(it.xv)
+			continue
+		case r.n < 2:
+			return false
+		case r.buf>>62 == 0b11: // 11: a new window
+			if r.n < 13 {
+				return false
+			}
+			lead := uint8(r.buf >> 57 & 31)
+			sig := uint8(r.buf >> 51 & 63)
+			r.buf <<= 13
+			r.n -= 13
+			if sig == 0 {
+				sig = 64
+			}
+			if lead+sig > 64 {
+				return false
+			}
+			it.lead, it.trail = lead, 64-lead-sig
+		default: // 10: the current window
+			r.buf <<= 2
+			r.n -= 2
+		}
+		sig := uint(64 - it.lead - it.trail)
+		var x uint64
+		if sig <= r.n {
+			x = r.buf >> (64 - sig)
+			r.buf <<= sig
+			r.n -= sig
+		} else {
+			var ok bool
+			if x, ok = r.read(sig); !ok {
+				return false
+			}
+		}
+		it.xv ^= x << it.trail
+		dst[i] = int64(it.xv)
+	}
+	if mixed {
+		it.kinds = kinds
+	}
+	return true
+}
+
+// finish ends the iteration; it checks that the chunk has nothing left over.
+func (it *Iterator) finish() bool {
+	it.done = true
+	if !it.ts.r.rest() {
+		return it.fail(it.ts.r.offset(), "trailing bits in timestamp stream")
+	}
+	if !it.vs.r.rest() { // empty for constants
+		return it.fail(it.vs.r.offset(), "trailing bits in value stream")
+	}
+	return false
+}
+
+func (it *Iterator) fail(off int, reason string) bool {
+	it.err = corrupt(off, reason)
+	it.n, it.pos = 0, 0
+	it.done = true
+	return false
+}
+
+// At returns the current point's timestamp and value. It is valid after
+// Next or Seek returned true.
+func (it *Iterator) At() (int64, Value) {
+	p := it.pos & (batch - 1)
+	return it.tbuf[p], Value{bits: uint64(it.vbuf[p]), isInt: it.kinds>>p&1 != 0}
+}
+
+// Seek advances to the first point whose timestamp is t or later and
+// reports whether there is one. It never moves backward: if the current
+// point is already at t or later, Seek stays there.
+func (it *Iterator) SeekTo(t int64) bool {
+	if it.done || it.count == 0 {
+		return false
+	}
+	if it.n > 0 && it.tbuf[it.pos&(batch-1)] >= t {
+		return true
+	}
+	if t >= it.base+HourMillis {
+		// Past the hour: no point can match.
+		it.done, it.n, it.pos = true, 0, 0
+		return false
+	}
+	for {
+		if it.n > 0 && it.tbuf[it.n-1] < t {
+			it.pos = it.n - 1 // skip the rest of this batch
+		}
+		if !it.Next() {
+			return false
+		}
+		if it.tbuf[it.pos&(batch-1)] >= t {
+			return true
+		}
+	}
+}
+
+// Err returns the error that ended the iteration, or nil.
+func (it *Iterator) Err() error { return it.err }
+
+// Len returns the number of points in the chunk, as its header says.
+func (it *Iterator) Len() int { return it.count }
+
+// Decode appends the points of chunk b, of the row whose base hour is base,
+// to dst and returns the extended slice. On an error it returns dst
+// unchanged and a *CorruptionError.
+func Decode(dst []Point, b []byte, base int64) ([]Point, error) {
+	var it Iterator
+	if err := it.Reset(b, base); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	if cap(dst)-n < it.count {
+		grown := make([]Point, n, n+it.count)
+		copy(grown, dst)
+		dst = grown
+	}
+	for it.fill() {
+		for i := range it.n {
+			dst = append(dst, Point{T: it.tbuf[i], V: Value{bits: uint64(it.vbuf[i]), isInt: it.kinds>>i&1 != 0}})
+		}
+		it.pos = it.n - 1
+	}
+	if it.err != nil {
+		return dst[:n], it.err
+	}
+	return dst, nil
+}

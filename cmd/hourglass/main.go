@@ -1,0 +1,96 @@
+// Command hourglass is the hourglass time-series database server.
+//
+//	go run ./cmd/hourglass                    # 127.0.0.1:4242, data in ./data
+//	go run ./cmd/hourglass -listen :4242 -data-dir /var/lib/hourglass
+//
+// Run it with -help for every flag.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"hourglass/internal/app"
+	"hourglass/series/wal"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "hourglass:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := app.DefaultConfig()
+	fs := flag.NewFlagSet("hourglass", flag.ContinueOnError)
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for HTTP and telnet (one port, as OpenTSDB); port 0 picks a free port and logs it")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store and the WAL")
+	fs.StringVar(&cfg.Storage, "storage", cfg.Storage, "storage backend: pebble (embedded)")
+	writer := fs.Uint("writer-id", 0, "id of this node in the cell qualifiers (0-65535); nodes sharing a store need distinct ids")
+	fs.IntVar(&cfg.Layout.SaltBuckets, "salt-buckets", cfg.Layout.SaltBuckets, "salt buckets of the row keys (fixed when the data set is created)")
+	fs.IntVar(&cfg.Layout.MetricWidth, "uid-width-metric", cfg.Layout.MetricWidth, "bytes of a metric UID (fixed when the data set is created)")
+	fs.IntVar(&cfg.Layout.TagKWidth, "uid-width-tagk", cfg.Layout.TagKWidth, "bytes of a tag key UID (fixed when the data set is created)")
+	fs.IntVar(&cfg.Layout.TagVWidth, "uid-width-tagv", cfg.Layout.TagVWidth, "bytes of a tag value UID (fixed when the data set is created)")
+	fsync := fs.String("wal-fsync", "always", "always: fsync before acknowledging (group commit); interval: write to the OS before acknowledging, fsync every second")
+	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", 0, "bytes of a WAL segment (default 128 MiB)")
+	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", 0, "bytes of WAL past which the oldest open chunks are written early (default 1 GiB)")
+	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", 0, "points of one chunk (one cell); default chosen by benchmark, see docs/format/chunk.md")
+	fs.DurationVar(&cfg.SealGrace, "seal-grace", 0, "how long after its hour an open chunk waits for late points (default 10m)")
+	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "block cache of the embedded store (default 128 MiB)")
+	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", 0, "UID cache, both directions (default 64 MiB)")
+	fs.IntVar(&cfg.Ingest.MaxTags, "max-tags", 32, "tags per series")
+	fs.IntVar(&cfg.Ingest.MaxNameLen, "max-name-len", 256, "bytes of a metric name, tag key or tag value")
+	fs.Int64Var(&cfg.API.MaxBodyBytes, "max-body-bytes", 64<<20, "bytes of a request body as sent")
+	fs.Int64Var(&cfg.API.MaxDecodedBytes, "max-decoded-bytes", 256<<20, "bytes of a request body once decompressed")
+	fs.IntVar(&cfg.API.TelnetMaxLine, "telnet-max-line", 1024, "bytes of a telnet line")
+	fs.DurationVar(&cfg.API.QueryTimeout, "query-timeout", 0, "time one query may take (default 2m)")
+	fs.IntVar(&cfg.Query.MaxSeries, "query-max-series", 0, "series one query may read (0: no limit)")
+	fs.IntVar(&cfg.Query.MaxPoints, "query-max-points", 0, "raw points one query may read (0: no limit)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
+	}
+	if *showVersion {
+		fmt.Println("hourglass", version)
+		return nil
+	}
+	if *writer > 0xffff {
+		return fmt.Errorf("-writer-id=%d: must be 0 to 65535", *writer)
+	}
+	cfg.WriterID = uint16(*writer)
+	mode, err := wal.ParseSyncMode(*fsync)
+	if err != nil {
+		return fmt.Errorf("-wal-fsync: %w", err)
+	}
+	cfg.WALFsync = mode
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level=%q: %w", *logLevel, err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.API.Version = version
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return app.Run(ctx, cfg, func(addr net.Addr) {
+		// One line on stdout that scripts and tests can wait for.
+		fmt.Printf("hourglass listening on %s\n", addr)
+	})
+}

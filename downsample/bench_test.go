@@ -1,0 +1,105 @@
+package downsample
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"hourglass/chunk"
+)
+
+// A day of 10-second data: 8,640 points.
+const benchPoints = 8640
+
+// benchSeries returns n series of benchPoints points 10 s apart. With
+// jitter each series is shifted by up to 10 s, so that no two share a
+// timestamp and every output point interpolates n−1 series.
+func benchSeries(n int, jitter, floats bool) [][]chunk.Point {
+	r := rand.New(rand.NewPCG(7, 8))
+	series := make([][]chunk.Point, n)
+	for i := range series {
+		var off int64
+		if jitter {
+			off = r.Int64N(10 * sec)
+		}
+		pts := make([]chunk.Point, benchPoints)
+		v := r.Int64N(1000)
+		for j := range pts {
+			v += r.Int64N(100)
+			pts[j].T = 1_700_000_000_000 + int64(j)*10*sec + off
+			if floats {
+				pts[j].V = chunk.Float(float64(v) / 3)
+			} else {
+				pts[j].V = chunk.Int(v)
+			}
+		}
+		series[i] = pts
+	}
+	return series
+}
+
+func benchAggregate(b *testing.B, agg string, jitter, floats bool) {
+	series := benchSeries(100, jitter, floats)
+	a := mustLookup(b, agg)
+	var s Scratch
+	dst := s.Aggregate(nil, series, a, false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		dst = s.Aggregate(dst[:0], series, a, false)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100*benchPoints), "ns/input-point")
+}
+
+// Aligned: every series has a point at every output timestamp (the usual
+// case after downsampling). Jittered: 864,000 output timestamps, each
+// aggregating one exact value and 99 interpolated ones.
+func BenchmarkAggregateSum100x8640(b *testing.B)         { benchAggregate(b, "sum", false, false) }
+func BenchmarkAggregateSum100x8640Floats(b *testing.B)   { benchAggregate(b, "sum", false, true) }
+func BenchmarkAggregateSum100x8640Jittered(b *testing.B) { benchAggregate(b, "sum", true, false) }
+func BenchmarkAggregateP95100x8640(b *testing.B)         { benchAggregate(b, "p95", false, true) }
+func BenchmarkAggregateP95100x8640Jittered(b *testing.B) { benchAggregate(b, "p95", true, true) }
+
+// The pooled package-level function, as the query layer would call it.
+func BenchmarkAggregatePooledSum100x8640(b *testing.B) {
+	series := benchSeries(100, false, false)
+	a := mustLookup(b, "sum")
+	dst := Aggregate(nil, series, a, false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		dst = Aggregate(dst[:0], series, a, false)
+	}
+}
+
+func benchDownsample(b *testing.B, spec string, loc *time.Location) {
+	src := benchSeries(1, false, false)[0]
+	s := mustSpec(b, spec)
+	start, end := src[0].T, src[len(src)-1].T
+	dst := Downsample(nil, src, s, start, end, loc)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		dst = Downsample(dst[:0], src, s, start, end, loc)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPoints), "ns/input-point")
+}
+
+func BenchmarkDownsample1mAvg8640(b *testing.B)     { benchDownsample(b, "1m-avg", nil) }
+func BenchmarkDownsample1mP958640(b *testing.B)     { benchDownsample(b, "1m-p95", nil) }
+func BenchmarkDownsample1mAvgZero8640(b *testing.B) { benchDownsample(b, "1m-avg-zero", nil) }
+func BenchmarkDownsample1mcAvgBerlin8640(b *testing.B) {
+	benchDownsample(b, "1mc-avg", mustZone(b, "Europe/Berlin"))
+}
+
+func BenchmarkRate8640(b *testing.B) {
+	src := benchSeries(1, false, false)[0]
+	opts := RateOptions{Counter: true}
+	dst := Rate(nil, src, opts)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		dst = Rate(dst[:0], src, opts)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPoints), "ns/input-point")
+}

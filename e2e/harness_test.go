@@ -1,0 +1,194 @@
+// Package e2e starts the real hourglass binary and talks to it over
+// loopback as clients do.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "hourglass-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "hourglass")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "hourglass/cmd/hourglass")
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building hourglass:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running hourglass process.
+type server struct {
+	t       *testing.T
+	dataDir string
+	args    []string
+	cmd     *exec.Cmd
+	addr    string
+	url     string
+	logs    *lockedBuffer
+	exited  chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start runs hourglass on a free loopback port with data in dataDir.
+func start(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, dataDir: dataDir, args: args}
+	s.launch()
+	t.Cleanup(func() { s.kill() })
+	return s
+}
+
+func (s *server) launch() {
+	s.t.Helper()
+	args := append([]string{"-listen", "127.0.0.1:0", "-data-dir", s.dataDir, "-log-level", "warn"}, s.args...)
+	s.cmd = exec.Command(binPath, args...)
+	s.logs = &lockedBuffer{}
+	s.cmd.Stderr = s.logs
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.exited = make(chan error, 1)
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			if a, ok := strings.CutPrefix(line, "hourglass listening on "); ok && !sent {
+				addrc <- a
+				sent = true
+			}
+		}
+		if !sent {
+			close(addrc)
+		}
+	}()
+	go func() { s.exited <- s.cmd.Wait() }()
+	select {
+	case a, ok := <-addrc:
+		if !ok {
+			s.t.Fatalf("hourglass exited before listening:\n%s", s.logs.String())
+		}
+		s.addr = a
+		s.url = "http://" + a
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("hourglass did not start listening within 60s:\n%s", s.logs.String())
+	}
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (s *server) kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop() {
+	s.t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			s.t.Fatalf("hourglass exited with %v after SIGTERM:\n%s", err, s.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("hourglass did not exit within 60s of SIGTERM:\n%s", s.logs.String())
+	}
+	s.cmd = nil
+}
+
+// restart starts the process again on the same data directory.
+func (s *server) restart() {
+	s.t.Helper()
+	s.launch()
+}
+
+var client = &http.Client{Timeout: 60 * time.Second}
+
+// do sends a request and returns the status and body.
+func (s *server) do(method, path, contentType string, body []byte) (int, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func (s *server) postJSON(path string, v any) (int, []byte) {
+	s.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return s.do("POST", path, "application/json", b)
+}

@@ -1,0 +1,171 @@
+// Package ingest is the dialect-independent part of the write path: it
+// checks the limits every dialect shares, turns decoded points into head
+// samples and appends them as one batch, reporting each point's fate.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"hourglass/chunk"
+	"hourglass/series"
+)
+
+// Limits every write must respect. They are configurable; zero means the default.
+type Limits struct {
+	MaxTags    int // tags per series; default 32
+	MaxNameLen int // bytes of a metric, tag key or tag value; default 256
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTags <= 0 {
+		l.MaxTags = 32
+	}
+	if l.MaxNameLen <= 0 {
+		l.MaxNameLen = 256
+	}
+	return l
+}
+
+// ErrInvalid wraps every error that rejects a point for what it is; the edge
+// maps it to 400. Other errors are the storage's and map to 5xx.
+var ErrInvalid = errors.New("invalid point")
+
+// Writer appends batches of points to a head. It is safe for concurrent use.
+type Writer struct {
+	head   *series.Head
+	limits Limits
+}
+
+// NewWriter returns a writer to head.
+func NewWriter(head *series.Head, limits Limits) *Writer {
+	return &Writer{head: head, limits: limits.withDefaults()}
+}
+
+// Limits returns the limits in force.
+func (w *Writer) Limits() Limits { return w.limits }
+
+// Batch collects points for one append. Not safe for concurrent use; reuse it with Reset.
+type Batch struct {
+	w       *Writer
+	samples []series.Sample
+	pos     []int // index of each sample in the caller's numbering
+	errs    []error
+	late    []error // errors found by Commit
+	tags    []series.Tag
+	buf     []byte
+	n       int
+}
+
+// NewBatch returns an empty batch.
+func (w *Writer) NewBatch() *Batch { return &Batch{w: w} }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() {
+	b.samples, b.pos, b.errs, b.late, b.n = b.samples[:0], b.pos[:0], b.errs[:0], b.late[:0], 0
+}
+
+// Len returns the number of points added, rejected ones included.
+func (b *Batch) Len() int { return b.n }
+
+// Add checks a point against the shared limits and queues it. It returns the
+// point's error, if it is rejected now; the point keeps its number in Errors either way.
+func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) error {
+	i := b.n
+	b.n++
+	b.errs = append(b.errs, nil)
+	if err := b.w.check(metric, tags); err != nil {
+		b.errs[i] = err
+		return err
+	}
+	b.buf = series.AppendLabels(b.buf[:0], metric, tags)
+	for j := 1; j < len(tags); j++ {
+		if tags[j].Key == tags[j-1].Key {
+			err := fmt.Errorf("%w: duplicate tag key %q", ErrInvalid, tags[j].Key)
+			b.errs[i] = err
+			return err
+		}
+	}
+	b.samples = append(b.samples, series.Sample{Labels: series.Labels(b.buf), T: t, V: v})
+	b.pos = append(b.pos, i)
+	return nil
+}
+
+// Reject records an error for a point that was not added (a decoding error).
+func (b *Batch) Reject(err error) {
+	b.errs = append(b.errs, err)
+	b.n++
+}
+
+func (w *Writer) check(metric string, tags []series.Tag) error {
+	if metric == "" {
+		return fmt.Errorf("%w: empty metric name", ErrInvalid)
+	}
+	if len(metric) > w.limits.MaxNameLen {
+		return fmt.Errorf("%w: metric name of %d bytes is longer than the limit of %d", ErrInvalid, len(metric), w.limits.MaxNameLen)
+	}
+	if !utf8.ValidString(metric) {
+		return fmt.Errorf("%w: metric name %q is not valid UTF-8", ErrInvalid, metric)
+	}
+	if len(tags) > w.limits.MaxTags {
+		return fmt.Errorf("%w: %d tags, more than the limit of %d", ErrInvalid, len(tags), w.limits.MaxTags)
+	}
+	for _, t := range tags {
+		if len(t.Key) > w.limits.MaxNameLen || len(t.Value) > w.limits.MaxNameLen {
+			return fmt.Errorf("%w: tag %q of more than %d bytes", ErrInvalid, truncate(t.Key+"="+t.Value), w.limits.MaxNameLen)
+		}
+		if t.Key == "" || t.Value == "" {
+			return fmt.Errorf("%w: tag %q has an empty key or value", ErrInvalid, truncate(t.Key+"="+t.Value))
+		}
+		if !utf8.ValidString(t.Key) || !utf8.ValidString(t.Value) {
+			return fmt.Errorf("%w: tag %q is not valid UTF-8", ErrInvalid, truncate(t.Key+"="+t.Value))
+		}
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// Commit appends the queued points. The returned error means none of them
+// was stored (the WAL failed); otherwise Errors says which points failed.
+func (b *Batch) Commit(ctx context.Context) error {
+	if len(b.samples) == 0 {
+		return nil
+	}
+	errs := make([]error, len(b.samples))
+	if err := b.w.head.Append(ctx, b.samples, errs); err != nil {
+		return err
+	}
+	for j, err := range errs {
+		if err != nil {
+			b.errs[b.pos[j]] = err
+			b.late = append(b.late, err)
+		}
+	}
+	return nil
+}
+
+// CommitErrors returns the errors Commit found, for points that passed Add
+// (a full UID space, say), in order.
+func (b *Batch) CommitErrors() []error { return b.late }
+
+// Errors returns each point's error (nil for stored points), in the order added.
+func (b *Batch) Errors() []error { return b.errs }
+
+// Failed returns how many points were rejected.
+func (b *Batch) Failed() int {
+	n := 0
+	for _, e := range b.errs {
+		if e != nil {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,157 @@
+// Package app wires hourglass together: the store, the UID table, the head
+// with its WAL, the query engine and the server. cmd/hourglass turns flags
+// into a Config and calls Run; tests call it in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"hourglass/api"
+	"hourglass/ingest"
+	"hourglass/query"
+	"hourglass/rowkey"
+	"hourglass/series"
+	"hourglass/series/wal"
+	"hourglass/store"
+	"hourglass/store/pebble"
+	"hourglass/uid"
+)
+
+// Config is everything a start of hourglass can be told.
+type Config struct {
+	Listen   string
+	DataDir  string
+	Storage  string // "pebble"
+	WriterID uint16
+
+	Layout rowkey.Layout
+
+	WALFsync       wal.SyncMode
+	WALSegmentSize int64
+	WALMaxBytes    int64
+
+	ChunkMaxPoints int
+	SealGrace      time.Duration
+
+	StoreCacheBytes int64
+	UIDCacheBytes   int
+
+	Ingest ingest.Limits
+	Query  query.Limits
+	API    api.Config
+
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+// DefaultConfig returns the defaults the flags start from.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:4242",
+		DataDir:         "data",
+		Storage:         "pebble",
+		Layout:          rowkey.DefaultLayout(),
+		WALFsync:        wal.SyncAlways,
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// Run starts hourglass and serves until ctx is done, then shuts down
+// cleanly: the server stops taking requests, the head seals and writes
+// everything and the WAL is left empty. ready, if not nil, is called with the
+// address the server listens on once it accepts connections.
+func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Storage != "" && cfg.Storage != "pebble" {
+		return fmt.Errorf("--storage=%q: the only storage this build has is pebble", cfg.Storage)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	st, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{
+		CacheSize: cfg.StoreCacheBytes,
+		Logger:    log.With("component", "pebble"),
+	})
+	if err != nil {
+		return fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
+	}
+	defer st.Close()
+	return serve(ctx, cfg, st, log, ready)
+}
+
+func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, ready func(net.Addr)) error {
+	layout, err := rowkey.Record(ctx, st, cfg.Layout)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	uids := uid.New(st, layout, uid.Options{CacheBytes: cfg.UIDCacheBytes})
+	head, err := series.Open(ctx, st, uids, series.Options{
+		Layout:         layout,
+		WriterID:       cfg.WriterID,
+		ChunkMaxPoints: cfg.ChunkMaxPoints,
+		Grace:          cfg.SealGrace,
+		WAL: wal.Options{
+			Dir:         filepath.Join(cfg.DataDir, "wal"),
+			SegmentSize: cfg.WALSegmentSize,
+			Sync:        cfg.WALFsync,
+			Compress:    true,
+			Logger:      log.With("component", "wal"),
+		},
+		WALMaxBytes: cfg.WALMaxBytes,
+		Logger:      log.With("component", "head"),
+		Registerer:  reg,
+	})
+	if err != nil {
+		return err
+	}
+	engine := query.NewEngine(head, cfg.Query)
+	srv := api.New(cfg.API, head, ingest.NewWriter(head, cfg.Ingest), engine, reg, log)
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		head.Close()
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	log.Info("hourglass listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "wal_fsync", cfg.WALFsync.String())
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		log.Error("the server stopped", "err", err)
+	}
+	log.Info("shutting down: finishing requests, then writing the head to the store")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		log.Warn("shutting the server down", "err", serr)
+	}
+	if herr := head.Close(); herr != nil {
+		return fmt.Errorf("closing the head: %w", herr)
+	}
+	log.Info("shut down cleanly")
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package query
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"hourglass/chunk"
+	"hourglass/downsample"
+	"hourglass/rowkey"
+	"hourglass/series"
+)
+
+// Request is one OpenTSDB sub-query in engine terms: which series, and what
+// to do with them. Per series: downsample, then rate; then aggregate across
+// the series of each group (OpenTSDB's order, AggregationIterator.create).
+type Request struct {
+	Selector
+	Aggregator  *downsample.Aggregator
+	Downsample  *downsample.Spec // nil: none
+	Rate        bool
+	RateOptions downsample.RateOptions
+	GroupBy     []string       // tag keys whose values split the result
+	Location    *time.Location // for calendar downsampling; nil is UTC
+}
+
+// Result is one output series: a group of input series aggregated, or one
+// series with the `none` aggregator.
+type Result struct {
+	Metric        string
+	Tags          []series.Tag // the tags every member that has the key agrees on
+	AggregateTags []string     // keys whose values differ among the members
+	TSUIDs        [][]byte     // the members, sorted
+	Points        []chunk.Point
+}
+
+// Run executes the request.
+func (e *Engine) Run(ctx context.Context, req Request) ([]Result, error) {
+	// Downsampling and rates read from the start aligned down to the
+	// interval and then the hour, as OpenTSDB does, so the first bucket is
+	// whole and the first rate in range has a predecessor; the result is
+	// trimmed to the range at the end.
+	sel := req.Selector
+	if req.Downsample != nil || req.Rate {
+		sel.Start = scanStart(req)
+	}
+	ss, err := e.Select(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	// A series without a point in the range is not part of the answer
+	// (the index knows series by day, not by the millisecond).
+	kept := ss[:0]
+	for _, s := range ss {
+		if len(s.Points) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	ss = kept
+	loc := req.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	// Per series: downsample, then rate.
+	for i := range ss {
+		pts := ss[i].Points
+		if req.Downsample != nil {
+			pts = downsample.Downsample(nil, pts, *req.Downsample, sel.Start, req.End, loc)
+		}
+		if req.Rate {
+			pts = downsample.Rate(nil, pts, req.RateOptions)
+		}
+		ss[i].Points = pts
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if req.Aggregator == nil || req.Aggregator.IsNone() {
+		out := make([]Result, 0, len(ss))
+		for _, s := range ss {
+			if pts := trim(s.Points, req.Start, req.End); len(pts) > 0 {
+				out = append(out, Result{Metric: s.Labels.Metric(), Tags: s.Labels.Tags(), TSUIDs: [][]byte{s.TSUID}, Points: pts})
+			}
+		}
+		return out, nil
+	}
+	groups := map[string][]int{}
+	var order []string
+	for i, s := range ss {
+		var key strings.Builder
+		for _, k := range req.GroupBy {
+			v, _ := s.Labels.Get(k)
+			key.WriteString(k)
+			key.WriteByte(0)
+			key.WriteString(v)
+			key.WriteByte(0)
+		}
+		k := key.String()
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	sort.Strings(order)
+	out := make([]Result, 0, len(order))
+	for _, k := range order {
+		members := groups[k]
+		in := make([][]chunk.Point, len(members))
+		r := Result{Metric: req.Metric}
+		for j, i := range members {
+			in[j] = ss[i].Points
+			r.TSUIDs = append(r.TSUIDs, ss[i].TSUID)
+		}
+		r.Tags, r.AggregateTags = groupTags(ss, members)
+		r.Points = trim(downsample.Aggregate(nil, in, req.Aggregator, req.Rate), req.Start, req.End)
+		if len(r.Points) == 0 {
+			continue
+		}
+		sort.Slice(r.TSUIDs, func(a, b int) bool { return string(r.TSUIDs[a]) < string(r.TSUIDs[b]) })
+		out = append(out, r)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// groupTags splits the members' tag keys: a key whose members all agree
+// (counting only members that have it) is a tag; one they disagree on is an
+// aggregated tag. This is OpenTSDB's SpanGroup.computeTags.
+func groupTags(ss []Series, members []int) ([]series.Tag, []string) {
+	vals := map[string]string{}
+	differ := map[string]bool{}
+	for _, i := range members {
+		ss[i].Labels.Range(func(k, v string) bool {
+			if old, ok := vals[k]; ok && old != v {
+				differ[k] = true
+			}
+			vals[k] = v
+			return true
+		})
+	}
+	tags := []series.Tag{}
+	aggs := []string{}
+	for k, v := range vals {
+		if differ[k] {
+			aggs = append(aggs, k)
+		} else {
+			tags = append(tags, series.Tag{Key: k, Value: v})
+		}
+	}
+	sort.Slice(tags, func(a, b int) bool { return tags[a].Key < tags[b].Key })
+	sort.Strings(aggs)
+	return tags, aggs
+}
+
+// scanStart is where a request with downsampling or a rate reads from: its
+// start aligned down to the downsample interval (when it has a fixed one),
+// then to the hour.
+func scanStart(req Request) int64 {
+	start := req.Start
+	if d := req.Downsample; d != nil && d.All {
+		return start // one bucket, stamped with the query start
+	}
+	if d := req.Downsample; d != nil && !d.All && !d.Calendar && d.Interval > 0 {
+		start -= ((start % d.Interval) + d.Interval) % d.Interval
+	}
+	return rowkey.HourOf(start)
+}
+
+// trim returns the points of pts in [start, end].
+func trim(pts []chunk.Point, start, end int64) []chunk.Point {
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].T >= start })
+	j := sort.Search(len(pts), func(i int) bool { return pts[i].T > end })
+	return pts[i:j]
+}

@@ -1,0 +1,63 @@
+package series_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/series"
+	"hourglass/series/wal"
+	"hourglass/store/pebble"
+	"hourglass/uid"
+)
+
+// BenchmarkHeadAppend is the in-process write path below the HTTP decoder:
+// batches of 5,000 points (one per series, as a scrape or a 10 s collection
+// round sends them) appended to the head: WAL record, commit, open chunks,
+// sealing and the flusher writing chunks to Pebble in the background.
+func BenchmarkHeadAppend(b *testing.B) {
+	for _, mode := range []wal.SyncMode{wal.SyncInterval, wal.SyncAlways} {
+		b.Run("fsync="+mode.String(), func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			layout := rowkey.DefaultLayout()
+			h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+				Layout: layout, Logger: quiet,
+				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: mode, Compress: true},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			const nSeries = 5000
+			labels := make([]series.Labels, nSeries)
+			for i := range labels {
+				labels[i] = series.MakeLabels("bench.cpu", []series.Tag{
+					{Key: "host", Value: fmt.Sprintf("host-%04d", i)}, {Key: "dc", Value: fmt.Sprintf("dc%d", i%4)}, {Key: "rack", Value: fmt.Sprintf("r%d", i%40)}})
+			}
+			batch := make([]series.Sample, nSeries)
+			errs := make([]error, nSeries)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				ts := t0 + int64(i)*10_000
+				for j := range batch {
+					batch[j] = series.Sample{Labels: labels[j], T: ts, V: chunk.Float(float64(i%1000) + float64(j%100)/100)}
+				}
+				if err := h.Append(ctx, batch, errs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*nSeries)/b.Elapsed().Seconds(), "points/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nSeries), "ns/point")
+		})
+	}
+}

@@ -1,0 +1,685 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/series/wal"
+	"hourglass/store"
+	"hourglass/uid"
+)
+
+// Options configures a Head.
+type Options struct {
+	Layout   rowkey.Layout
+	WriterID uint16
+	// ChunkMaxPoints bounds the points of one chunk (one cell). Default chunk.DefaultMaxPoints.
+	ChunkMaxPoints int
+	// Grace is how long after an hour ends its open chunks wait for late
+	// points before they seal, by the wall clock or by the series' own newest
+	// point, whichever comes first. Default 10 minutes.
+	Grace time.Duration
+	// WAL configures the write-ahead log; WAL.Dir is required.
+	WAL wal.Options
+	// WALMaxBytes bounds the WAL: past it, the chunks that hold its oldest
+	// segments are sealed early so the segments can go. Default 1 GiB.
+	WALMaxBytes int64
+	// SweepInterval is how often idle chunks are sealed and the WAL truncated. Default 1 s.
+	SweepInterval time.Duration
+	Logger        *slog.Logger
+	Registerer    prometheus.Registerer
+	Now           func() time.Time
+}
+
+func (o *Options) fill() {
+	if o.ChunkMaxPoints <= 0 {
+		o.ChunkMaxPoints = chunk.DefaultMaxPoints
+	}
+	if o.ChunkMaxPoints > chunk.MaxPoints {
+		o.ChunkMaxPoints = chunk.MaxPoints
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Minute
+	}
+	if o.WALMaxBytes <= 0 {
+		o.WALMaxBytes = 1 << 30
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Head holds the open chunk of every active series, the WAL that makes them
+// durable and the series index, and writes sealed chunks to the store.
+// It is safe for concurrent use.
+type Head struct {
+	opts  Options
+	st    store.Store
+	uids  *uid.Table
+	index *Index
+	log   *wal.Log
+	m     *metrics
+
+	shards  [256]headShard
+	nextRef atomic.Uint64
+
+	// inflight counts appends per WAL segment between their WAL write and
+	// their arrival in memory, so truncation never removes them.
+	inflightMu sync.Mutex
+	inflight   map[int]int
+
+	flushMu   sync.Mutex
+	flushCond *sync.Cond
+	flushQ    []*sealedChunk
+	flushBusy int // chunks taken by the flusher but not yet written
+	idxQ      []store.Mutation
+	flushErr  error
+
+	stop    chan struct{}
+	done    sync.WaitGroup
+	closed  atomic.Bool
+	fatal   atomic.Pointer[error]
+	started time.Time
+}
+
+type headShard struct {
+	mu sync.RWMutex
+	m  map[Labels]*memSeries
+}
+
+type memSeries struct {
+	ref    uint64
+	labels Labels
+	tsuid  []byte
+	entry  *Entry
+
+	walSeg int // the segment that last defined ref; guarded by the WAL's lock
+
+	mu         sync.Mutex
+	open       []*openChunk // by hour, ascending
+	pending    []*sealedChunk
+	maxT       int64
+	lastDay    uint32
+	lastAppend int64 // wall clock, unix ms
+
+	rows []rowInfo // owned by the flusher
+}
+
+type openChunk struct {
+	hour   int64
+	pts    []chunk.Point
+	minSeg int
+}
+
+type sealedChunk struct {
+	s      *memSeries
+	hour   int64
+	pts    []chunk.Point // sorted, distinct timestamps
+	minSeg int
+}
+
+// rowInfo is what the flusher knows of the cells this writer has in one row.
+type rowInfo struct {
+	hour  int64
+	cells []cellSpan
+}
+
+type cellSpan struct {
+	first, last int64
+	qual        []byte
+}
+
+// Sample is one point to append, with the series it belongs to.
+type Sample struct {
+	Labels Labels
+	T      int64
+	V      chunk.Value
+}
+
+// ErrClosed is returned by appends after Close.
+var ErrClosed = errors.New("series: head is closed")
+
+// Open replays the WAL in opts.WAL.Dir into a new head over st and starts its
+// background work. uids resolves names to UIDs.
+func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*Head, error) {
+	opts.fill()
+	h := &Head{
+		opts:     opts,
+		st:       st,
+		uids:     uids,
+		index:    newIndex(),
+		inflight: map[int]int{},
+		stop:     make(chan struct{}),
+		started:  opts.Now(),
+	}
+	h.flushCond = sync.NewCond(&h.flushMu)
+	for i := range h.shards {
+		h.shards[i].m = map[Labels]*memSeries{}
+	}
+	h.m = newMetrics(opts.Registerer, h)
+	if err := h.index.load(ctx, st, opts.Layout.Salt); err != nil {
+		return nil, err
+	}
+	h.done.Add(1)
+	go h.flusher()
+	if err := h.replay(ctx); err != nil {
+		h.stopFlusher()
+		return nil, err
+	}
+	l, err := wal.Open(opts.WAL)
+	if err != nil {
+		h.stopFlusher()
+		return nil, fmt.Errorf("series: opening the wal: %w", err)
+	}
+	h.log = l
+	h.done.Add(1)
+	go h.sweeper()
+	return h, nil
+}
+
+func (h *Head) replay(ctx context.Context) error {
+	refs := map[uint64]*memSeries{}
+	seg := -1
+	var pts int
+	start := time.Now()
+	dec := recordDecoder{
+		onSeries: func(ref uint64, l Labels) error {
+			s, err := h.getOrCreate(ctx, l)
+			if err != nil {
+				h.opts.Logger.Warn("wal replay: dropping a series that cannot be created", "series", l.String(), "err", err)
+				refs[ref] = nil
+				return nil
+			}
+			refs[ref] = s
+			return nil
+		},
+		onSample: func(smp walSample) error {
+			s := refs[smp.ref]
+			if s == nil {
+				return nil
+			}
+			pts++
+			h.appendToSeries(s, smp.t, smp.v, seg)
+			return nil
+		},
+	}
+	stats, err := wal.Replay(h.opts.WAL, func(segment int, rec []byte) error {
+		if segment != seg {
+			seg = segment
+			clear(refs)
+		}
+		if err := dec.decode(rec); err != nil {
+			// The frame checksum matched, so this is a bug or a format
+			// change, not a torn write: say so and keep going.
+			h.opts.Logger.Error("wal replay: undecodable record", "segment", segment, "err", err)
+			h.m.walCorruptions.Inc()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("series: replaying the wal: %w", err)
+	}
+	h.m.walCorruptions.Add(float64(stats.Corruptions))
+	h.opts.Logger.Info("wal replayed", "points", pts, "records", stats.Records, "corruptions", stats.Corruptions,
+		"truncated_bytes", stats.TruncatedBytes, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (h *Head) shard(l Labels) *headShard {
+	// FNV-1a over the labels picks a shard.
+	x := uint32(2166136261)
+	for i := 0; i < len(l); i++ {
+		x ^= uint32(l[i])
+		x *= 16777619
+	}
+	return &h.shards[x%uint32(len(h.shards))]
+}
+
+// getOrCreate returns the head series of l, resolving its names to UIDs and
+// adding it to the index if it is new.
+func (h *Head) getOrCreate(ctx context.Context, l Labels) (*memSeries, error) {
+	sh := h.shard(l)
+	sh.mu.RLock()
+	s := sh.m[l]
+	sh.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	tsuid, err := h.resolve(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s = sh.m[l]; s != nil {
+		return s, nil
+	}
+	s = &memSeries{ref: h.nextRef.Add(1), labels: l, tsuid: tsuid, walSeg: -1, maxT: math.MinInt64, lastDay: math.MaxUint32}
+	sh.m[l] = s
+	h.m.series.Inc()
+	return s, nil
+}
+
+// resolve returns the TSUID of l, assigning UIDs to new names.
+func (h *Head) resolve(ctx context.Context, l Labels) ([]byte, error) {
+	tsuid, err := h.uids.GetOrAssign(ctx, nil, uid.Metric, l.Metric())
+	if err != nil {
+		return nil, err
+	}
+	type pair struct{ k, v []byte }
+	var pairs []pair
+	l.Range(func(k, v string) bool {
+		var kid, vid []byte
+		if kid, err = h.uids.GetOrAssign(ctx, nil, uid.TagK, k); err != nil {
+			return false
+		}
+		if vid, err = h.uids.GetOrAssign(ctx, nil, uid.TagV, v); err != nil {
+			return false
+		}
+		pairs = append(pairs, pair{kid, vid})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(pairs, func(i, j int) bool { return string(pairs[i].k) < string(pairs[j].k) })
+	for _, p := range pairs {
+		tsuid = append(append(tsuid, p.k...), p.v...)
+	}
+	return tsuid, nil
+}
+
+// Append makes the samples durable in the WAL (per the WAL's sync mode) and
+// adds them to the head. errs, of the same length as samples, receives the
+// error of each sample that could not be stored (a name space that is full,
+// say); the others are stored. A non-nil return means nothing of the batch
+// may be acknowledged (the WAL failed).
+func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error {
+	if h.closed.Load() {
+		return ErrClosed
+	}
+	if p := h.fatal.Load(); p != nil {
+		return *p
+	}
+	series := make([]*memSeries, len(samples))
+	ok := 0
+	for i := range samples {
+		s, err := h.getOrCreate(ctx, samples[i].Labels)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		series[i] = s
+		ok++
+	}
+	if ok == 0 {
+		return nil
+	}
+	var seg int
+	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
+		seg = segment
+		h.inflightMu.Lock()
+		h.inflight[segment]++
+		h.inflightMu.Unlock()
+		for _, s := range series {
+			if s != nil && s.walSeg != segment {
+				buf = appendSeriesDef(buf, s.ref, s.labels)
+				s.walSeg = segment
+			}
+		}
+		buf = appendSamplesHeader(buf, ok)
+		var prev int64
+		for i, s := range series {
+			if s == nil {
+				continue
+			}
+			buf = appendSample(buf, s.ref, samples[i].T-prev, samples[i].V)
+			prev = samples[i].T
+		}
+		return buf
+	})
+	if err != nil {
+		// A write that the log could cut off again leaves it usable: the
+		// batch is refused and clients retry. A dead log stops writes.
+		h.inflightMu.Lock()
+		if seg != 0 {
+			if h.inflight[seg]--; h.inflight[seg] == 0 {
+				delete(h.inflight, seg)
+			}
+		}
+		h.inflightMu.Unlock()
+		if h.log.Err() != nil {
+			return h.failed(fmt.Errorf("series: writing the wal: %w", err))
+		}
+		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
+	}
+	for i, s := range series {
+		if s != nil {
+			h.appendToSeries(s, samples[i].T, samples[i].V, seg)
+		}
+	}
+	h.inflightMu.Lock()
+	if h.inflight[seg]--; h.inflight[seg] == 0 {
+		delete(h.inflight, seg)
+	}
+	h.inflightMu.Unlock()
+	h.m.points.Add(float64(ok))
+	if err := h.log.Commit(pos); err != nil {
+		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
+	}
+	return nil
+}
+
+// failed records an error after which the head accepts no more writes: a
+// WAL whose write or fsync failed is in an unknown state.
+func (h *Head) failed(err error) error {
+	h.fatal.CompareAndSwap(nil, &err)
+	h.opts.Logger.Error("the wal failed; refusing writes until restart", "err", err)
+	return err
+}
+
+// Fatal returns the error that stopped writes, if any.
+func (h *Head) Fatal() error {
+	if p := h.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// appendToSeries adds one point to the series' open chunk of its hour,
+// sealing what is full or past its hour.
+func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int) {
+	hour := rowkey.HourOf(t)
+	now := h.opts.Now().UnixMilli()
+	var idx []store.Mutation
+	s.mu.Lock()
+	s.lastAppend = now
+	if day := dayOf(t); day != s.lastDay {
+		s.lastDay = day
+		if s.entry == nil {
+			s.entry, idx = h.index.add(s.labels, s.tsuid, h.opts.Layout.Salt(s.tsuid), day, nil)
+		} else {
+			idx = h.index.addDay(s.entry, day, nil)
+		}
+	}
+	var oc *openChunk
+	i := sort.Search(len(s.open), func(i int) bool { return s.open[i].hour >= hour })
+	if i < len(s.open) && s.open[i].hour == hour {
+		oc = s.open[i]
+	} else {
+		oc = &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 16)}
+		s.open = append(s.open, nil)
+		copy(s.open[i+1:], s.open[i:])
+		s.open[i] = oc
+	}
+	oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
+	if seg < oc.minSeg {
+		oc.minSeg = seg
+	}
+	if t > s.maxT {
+		s.maxT = t
+	}
+	var sealed []*sealedChunk
+	if len(oc.pts) >= h.opts.ChunkMaxPoints {
+		sealed = append(sealed, h.sealLocked(s, oc))
+	}
+	graceMs := h.opts.Grace.Milliseconds()
+	for j := 0; j < len(s.open); {
+		if c := s.open[j]; c.hour+rowkey.HourMs+graceMs <= s.maxT {
+			sealed = append(sealed, h.sealLocked(s, c))
+			continue
+		}
+		j++
+	}
+	s.mu.Unlock()
+	if len(idx) > 0 {
+		h.queueIndex(idx)
+	}
+	if len(sealed) > 0 {
+		h.enqueue(sealed)
+	}
+}
+
+// sealLocked turns an open chunk into a sealed one: sorted, one point per
+// timestamp (the last written wins), visible to reads until it is in the store.
+func (h *Head) sealLocked(s *memSeries, oc *openChunk) *sealedChunk {
+	for i, c := range s.open {
+		if c == oc {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			break
+		}
+	}
+	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.pts), minSeg: oc.minSeg}
+	s.pending = append(s.pending, sc)
+	return sc
+}
+
+// SortDedup sorts points by time, stably, and keeps the last of equal timestamps.
+func SortDedup(pts []chunk.Point) []chunk.Point {
+	sorted := true
+	for i := 1; i < len(pts); i++ {
+		if pts[i].T <= pts[i-1].T {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return pts
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].T < pts[j].T })
+	out := pts[:0]
+	for i := 0; i < len(pts); i++ {
+		if i+1 < len(pts) && pts[i+1].T == pts[i].T {
+			continue
+		}
+		out = append(out, pts[i])
+	}
+	return out
+}
+
+func (h *Head) enqueue(cs []*sealedChunk) {
+	h.flushMu.Lock()
+	h.flushQ = append(h.flushQ, cs...)
+	h.flushMu.Unlock()
+	h.flushCond.Broadcast()
+	h.m.chunksSealed.Add(float64(len(cs)))
+}
+
+func (h *Head) queueIndex(muts []store.Mutation) {
+	h.flushMu.Lock()
+	h.idxQ = append(h.idxQ, muts...)
+	h.flushMu.Unlock()
+	h.flushCond.Broadcast()
+}
+
+// Index returns the series index.
+func (h *Head) Index() *Index { return h.index }
+
+// Layout returns the key layout.
+func (h *Head) Layout() rowkey.Layout { return h.opts.Layout }
+
+// UIDs returns the UID table.
+func (h *Head) UIDs() *uid.Table { return h.uids }
+
+// Store returns the store.
+func (h *Head) Store() store.Store { return h.st }
+
+// Snapshot appends to dst the points the head holds for the series l in
+// [start, end] (ms, inclusive), sorted, one per timestamp, the newest
+// written winning. Reads must take the snapshot before scanning the store:
+// a chunk leaves the head only after it is in the store.
+func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.Point {
+	sh := h.shard(l)
+	sh.mu.RLock()
+	s := sh.m[l]
+	sh.mu.RUnlock()
+	if s == nil {
+		return dst
+	}
+	n := len(dst)
+	s.mu.Lock()
+	for _, c := range s.pending {
+		dst = appendRange(dst, c.pts, start, end)
+	}
+	for _, c := range s.open {
+		if c.hour+rowkey.HourMs <= start || c.hour > end {
+			continue
+		}
+		dst = appendRange(dst, c.pts, start, end)
+	}
+	s.mu.Unlock()
+	return append(dst[:n], SortDedup(dst[n:])...)
+}
+
+func appendRange(dst, pts []chunk.Point, start, end int64) []chunk.Point {
+	for _, p := range pts {
+		if p.T >= start && p.T <= end {
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
+// Flush seals every open chunk and returns once everything sealed is in
+// the store and the index is persisted.
+func (h *Head) Flush(ctx context.Context) error {
+	h.sealWhere(func(*openChunk) bool { return true })
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
+	for len(h.flushQ) > 0 || h.flushBusy > 0 || len(h.idxQ) > 0 {
+		if h.flushErr != nil {
+			return h.flushErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h.flushCond.Wait()
+	}
+	return nil
+}
+
+// sealWhere seals the open chunks pick selects.
+func (h *Head) sealWhere(pick func(*openChunk) bool) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, s := range sh.m {
+			var sealed []*sealedChunk
+			s.mu.Lock()
+			for j := 0; j < len(s.open); {
+				if pick(s.open[j]) {
+					sealed = append(sealed, h.sealLocked(s, s.open[j]))
+					continue
+				}
+				j++
+			}
+			s.mu.Unlock()
+			if len(sealed) > 0 {
+				h.enqueue(sealed)
+			}
+		}
+		sh.mu.RUnlock()
+	}
+}
+
+// Close seals and writes everything, leaves an empty WAL and stops.
+func (h *Head) Close() error {
+	if !h.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(h.stop)
+	ctx := context.Background()
+	err := h.Flush(ctx)
+	h.stopFlusher()
+	h.done.Wait()
+	if err == nil && h.Fatal() == nil {
+		if seg, rerr := h.log.Rotate(); rerr == nil {
+			err = h.log.Truncate(seg)
+		} else {
+			err = rerr
+		}
+	}
+	if cerr := h.log.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (h *Head) stopFlusher() {
+	h.flushMu.Lock()
+	h.flushQ = append(h.flushQ, nil) // a nil chunk tells the flusher to stop
+	h.flushMu.Unlock()
+	h.flushCond.Broadcast()
+}
+
+// Stats are figures for /api/stats and the status page.
+type Stats struct {
+	Series       int   // series in the head
+	IndexSeries  int   // series in the index
+	PointsInHead int   // points in open and sealed-but-unwritten chunks
+	WALBytes     int64 // bytes of WAL on disk
+}
+
+// Stats returns current figures.
+func (h *Head) Stats() Stats {
+	var st Stats
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		st.Series += len(sh.m)
+		for _, s := range sh.m {
+			s.mu.Lock()
+			for _, c := range s.open {
+				st.PointsInHead += len(c.pts)
+			}
+			for _, c := range s.pending {
+				st.PointsInHead += len(c.pts)
+			}
+			s.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	st.IndexSeries = h.index.Len()
+	if h.log != nil {
+		st.WALBytes = h.log.Size()
+	}
+	return st
+}
+
+// Abandon stops the head without sealing or writing anything and releases
+// the WAL, as a crash would leave things; a later Open replays the WAL. It is
+// for tests of recovery.
+func (h *Head) Abandon() error {
+	if !h.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(h.stop)
+	h.stopFlusher()
+	h.done.Wait()
+	return h.log.Close()
+}
+
+// SyncWAL fsyncs the WAL now, whatever its sync mode (OpenTSDB's ?sync).
+func (h *Head) SyncWAL() error {
+	if err := h.log.Sync(); err != nil {
+		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package series
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/store"
+)
+
+// flushBatch bounds the chunks written in one store call.
+const flushBatch = 4096
+
+// flusher writes sealed chunks and index entries to the store, in batches,
+// until it takes the nil chunk that stopChannel queues.
+func (h *Head) flusher() {
+	defer h.done.Done()
+	ctx := context.Background()
+	var buf []byte
+	backoff := 100 * time.Millisecond
+	for {
+		h.flushMu.Lock()
+		for len(h.flushQ) == 0 && len(h.idxQ) == 0 {
+			h.flushCond.Wait()
+		}
+		n := min(len(h.flushQ), flushBatch)
+		batch := append([]*sealedChunk(nil), h.flushQ[:n]...)
+		h.flushQ = h.flushQ[n:]
+		idx := h.idxQ
+		h.idxQ = nil
+		h.flushBusy += len(batch)
+		h.flushMu.Unlock()
+
+		stop := false
+		if k := len(batch); k > 0 && batch[k-1] == nil {
+			batch, stop = batch[:k-1], true
+			h.flushMu.Lock()
+			h.flushBusy--
+			h.flushMu.Unlock()
+		}
+		var err error
+		if len(idx) > 0 {
+			err = h.st.Write(ctx, store.TableIndex, idx)
+		}
+		if err == nil && len(batch) > 0 {
+			buf, err = h.writeChunks(ctx, batch, buf)
+		}
+		h.flushMu.Lock()
+		h.flushBusy -= len(batch)
+		if err != nil {
+			// Put everything back in front and try again later; the WAL
+			// still holds all of it.
+			h.flushQ = append(batch, h.flushQ...)
+			h.idxQ = append(idx, h.idxQ...)
+			h.flushErr = err
+		} else {
+			h.flushErr = nil
+		}
+		h.flushMu.Unlock()
+		h.flushCond.Broadcast()
+		if err != nil {
+			h.m.flushErrors.Inc()
+			h.opts.Logger.Error("writing sealed chunks to the store failed; retrying", "chunks", len(batch), "err", err)
+			if stop {
+				return
+			}
+			select {
+			case <-time.After(backoff):
+			case <-h.stop:
+				// Closing: keep retrying a little faster, Flush waits for us.
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if len(batch) > 0 {
+			for _, c := range batch {
+				s := c.s
+				s.mu.Lock()
+				for i, p := range s.pending {
+					if p == c {
+						s.pending = append(s.pending[:i], s.pending[i+1:]...)
+						break
+					}
+				}
+				s.mu.Unlock()
+			}
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// writeChunks encodes a batch of sealed chunks into cells and writes them.
+// A chunk whose time span overlaps cells this writer already has in its row
+// is merged with them (the chunk's points win) and the row's overlapping
+// cells are rewritten, so every timestamp is in at most one of our cells.
+func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte) ([]byte, error) {
+	var muts []store.Mutation
+	layout := h.opts.Layout
+	var merged []chunk.Point
+	for _, c := range batch {
+		s := c.s
+		row := layout.AppendRowKey(nil, s.tsuid, c.hour)
+		ri, err := h.rowInfo(ctx, s, c.hour, row)
+		if err != nil {
+			return buf, err
+		}
+		first, last := c.pts[0].T, c.pts[len(c.pts)-1].T
+		pts := c.pts
+		var overlapping []cellSpan
+		keep := ri.cells[:0]
+		for _, cs := range ri.cells {
+			if cs.last >= first && cs.first <= last {
+				overlapping = append(overlapping, cs)
+			} else {
+				keep = append(keep, cs)
+			}
+		}
+		ri.cells = keep
+		if len(overlapping) > 0 {
+			merged, err = h.mergeCells(ctx, row, c.hour, overlapping, c.pts, merged[:0])
+			if err != nil {
+				return buf, err
+			}
+			pts = merged
+		}
+		newQuals := map[string]bool{}
+		for start := 0; start < len(pts); start += h.opts.ChunkMaxPoints {
+			part := pts[start:min(start+h.opts.ChunkMaxPoints, len(pts))]
+			q := rowkey.AppendQualifier(nil, uint32(part[0].T-c.hour), h.opts.WriterID)
+			b, err := chunk.Append(nil, c.hour, part)
+			if err != nil {
+				panic("series: a sealed chunk does not encode: " + err.Error())
+			}
+			muts = append(muts, store.Mutation{Row: row, Qualifier: q, Value: b})
+			ri.cells = append(ri.cells, cellSpan{first: part[0].T, last: part[len(part)-1].T, qual: q})
+			newQuals[string(q)] = true
+		}
+		for _, cs := range overlapping {
+			if !newQuals[string(cs.qual)] {
+				muts = append(muts, store.Mutation{Row: row, Qualifier: cs.qual, Delete: true})
+			}
+		}
+		sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
+	}
+	if err := h.st.Write(ctx, store.TableData, muts); err != nil {
+		// What we believe of the rows may be wrong now: forget it.
+		for _, c := range batch {
+			c.s.rows = nil
+		}
+		return buf, err
+	}
+	h.m.chunksWritten.Add(float64(len(batch)))
+	return buf, nil
+}
+
+// rowInfo returns what this writer has in the row, reading the row the first
+// time this process seals into that hour of the series.
+func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte) (*rowInfo, error) {
+	for i := range s.rows {
+		if s.rows[i].hour == hour {
+			return &s.rows[i], nil
+		}
+	}
+	cells, err := h.st.ReadRow(ctx, store.TableData, row)
+	if err != nil {
+		return nil, err
+	}
+	ri := rowInfo{hour: hour}
+	var it chunk.Iterator
+	for _, c := range cells {
+		_, writer, err := rowkey.ParseQualifier(c.Qualifier)
+		if err != nil || writer != h.opts.WriterID {
+			continue
+		}
+		if err := it.Reset(c.Value, hour); err != nil {
+			h.opts.Logger.Warn("unreadable cell", "row", row, "err", err)
+			continue
+		}
+		first, last := int64(math.MaxInt64), int64(math.MinInt64)
+		for it.Next() {
+			t, _ := it.At()
+			first, last = min(first, t), max(last, t)
+		}
+		if first <= last {
+			ri.cells = append(ri.cells, cellSpan{first: first, last: last, qual: append([]byte(nil), c.Qualifier...)})
+		}
+	}
+	sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
+	// Keep the newest few hours; older ones are read again if ever needed.
+	s.rows = append(s.rows, ri)
+	sort.Slice(s.rows, func(i, j int) bool { return s.rows[i].hour > s.rows[j].hour })
+	if len(s.rows) > 3 {
+		s.rows = s.rows[:3]
+	}
+	for i := range s.rows {
+		if s.rows[i].hour == hour {
+			return &s.rows[i], nil
+		}
+	}
+	// The new row is older than the three kept: use it once.
+	return &ri, nil
+}
+
+// mergeCells returns the points of the overlapping cells with pts laid over
+// them (pts win on equal timestamps), sorted.
+func (h *Head) mergeCells(ctx context.Context, row []byte, hour int64, cells []cellSpan, pts, dst []chunk.Point) ([]chunk.Point, error) {
+	stored, err := h.st.ReadRow(ctx, store.TableData, row)
+	if err != nil {
+		return dst, err
+	}
+	want := map[string]bool{}
+	for _, c := range cells {
+		want[string(c.qual)] = true
+	}
+	for _, c := range stored {
+		if !want[string(c.Qualifier)] {
+			continue
+		}
+		if dst, err = chunk.Decode(dst, c.Value, hour); err != nil {
+			h.opts.Logger.Warn("unreadable cell dropped while merging", "row", row, "err", err)
+		}
+	}
+	dst = append(dst, pts...) // last, so they win
+	return SortDedup(dst), nil
+}
+
+// sweeper seals chunks whose hour has passed, bounds the WAL, truncates it
+// and forgets idle series.
+func (h *Head) sweeper() {
+	defer h.done.Done()
+	t := time.NewTicker(h.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+			h.sweep()
+		}
+	}
+}
+
+func (h *Head) sweep() {
+	now := h.opts.Now().UnixMilli()
+	graceMs := h.opts.Grace.Milliseconds()
+	h.sealWhere(func(c *openChunk) bool { return c.hour+rowkey.HourMs+graceMs <= now })
+	if h.log.Size() > h.opts.WALMaxBytes {
+		oldest := h.lowWater()
+		h.sealWhere(func(c *openChunk) bool { return c.minSeg <= oldest })
+	}
+	h.truncateWAL()
+	h.forgetIdle(now)
+}
+
+// lowWater returns the oldest WAL segment that holds a point not yet in the store.
+func (h *Head) lowWater() int {
+	low := h.log.Segment()
+	h.inflightMu.Lock()
+	for seg := range h.inflight {
+		low = min(low, seg)
+	}
+	h.inflightMu.Unlock()
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, s := range sh.m {
+			s.mu.Lock()
+			for _, c := range s.open {
+				low = min(low, c.minSeg)
+			}
+			for _, c := range s.pending {
+				low = min(low, c.minSeg)
+			}
+			s.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	return low
+}
+
+func (h *Head) truncateWAL() {
+	low := h.lowWater()
+	// Index entries of series defined in the segments about to go must be
+	// in the store first.
+	h.flushMu.Lock()
+	idx := h.idxQ
+	h.idxQ = nil
+	h.flushMu.Unlock()
+	if len(idx) > 0 {
+		if err := h.st.Write(context.Background(), store.TableIndex, idx); err != nil {
+			h.queueIndex(idx)
+			return
+		}
+	}
+	if err := h.log.Truncate(low); err != nil {
+		h.opts.Logger.Warn("truncating the wal", "err", err)
+	}
+}
+
+// forgetIdle drops series with nothing in the head that were not written for two hours.
+func (h *Head) forgetIdle(now int64) {
+	idle := int64(2 * time.Hour / time.Millisecond)
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for l, s := range sh.m {
+			s.mu.Lock()
+			gone := len(s.open) == 0 && len(s.pending) == 0 && now-s.lastAppend > idle
+			s.mu.Unlock()
+			if gone {
+				delete(sh.m, l)
+				h.m.series.Dec()
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,352 @@
+package series
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+
+	"hourglass/store"
+)
+
+// The series index, persisted in the store's index table:
+//
+//	row = TSUID (metric UID | tag pairs)
+//	qualifier "l"                value Labels
+//	qualifier 'd' | day[4, BE]   value empty: the series has data that day (UTC, days since the epoch)
+//
+// and held in memory whole: metric → series, with postings per tag pair for
+// literal filters, and for each series the days in which it has data, so a
+// query visits only series that can have points in its range.
+
+const dayMs = 24 * 3600 * 1000
+
+var qualLabels = []byte("l")
+
+func dayOf(t int64) uint32 {
+	if t < 0 {
+		return 0
+	}
+	return uint32(t / dayMs)
+}
+
+func dayQualifier(day uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{'d'}, day)
+}
+
+// Entry is one series in the index. Its fields never change after creation
+// except the days, which are guarded by the index lock.
+type Entry struct {
+	Labels Labels
+	TSUID  []byte
+	Salt   byte
+	days   []dayRange // sorted, disjoint, not adjacent
+}
+
+type dayRange struct{ first, last uint32 }
+
+// hasDays reports whether the entry had data in a day of [first, last].
+func (e *Entry) hasDays(first, last uint32) bool {
+	i := sort.Search(len(e.days), func(i int) bool { return e.days[i].last >= first })
+	return i < len(e.days) && e.days[i].first <= last
+}
+
+// addDay records day and reports whether it was new.
+func (e *Entry) addDay(day uint32) bool {
+	i := sort.Search(len(e.days), func(i int) bool { return e.days[i].last+1 >= day })
+	if i < len(e.days) && e.days[i].first <= day && day <= e.days[i].last {
+		return false
+	}
+	switch {
+	case i < len(e.days) && e.days[i].last+1 == day:
+		e.days[i].last = day
+		if i+1 < len(e.days) && e.days[i+1].first == day+1 {
+			e.days[i].last = e.days[i+1].last
+			e.days = append(e.days[:i+1], e.days[i+2:]...)
+		}
+	case i < len(e.days) && e.days[i].first == day+1:
+		e.days[i].first = day
+	default:
+		e.days = append(e.days, dayRange{})
+		copy(e.days[i+1:], e.days[i:])
+		e.days[i] = dayRange{day, day}
+	}
+	return true
+}
+
+type metricIndex struct {
+	series   []*Entry
+	postings map[Tag][]*Entry
+	keys     map[string]int // tag key → number of series with it
+}
+
+// Index is the in-memory series index. It is safe for concurrent use.
+type Index struct {
+	mu      sync.RWMutex
+	metrics map[string]*metricIndex
+	byTSUID map[string]*Entry
+	count   int
+}
+
+func newIndex() *Index {
+	return &Index{metrics: map[string]*metricIndex{}, byTSUID: map[string]*Entry{}}
+}
+
+// add records a series and the day of a point, and returns the mutations
+// that persist what was new.
+func (ix *Index) add(l Labels, tsuid []byte, salt byte, day uint32, muts []store.Mutation) (*Entry, []store.Mutation) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	e := ix.byTSUID[string(tsuid)]
+	if e == nil {
+		e = &Entry{Labels: l, TSUID: tsuid, Salt: salt}
+		ix.insertLocked(e)
+		muts = append(muts, store.Mutation{Row: tsuid, Qualifier: qualLabels, Value: []byte(l)})
+	}
+	if e.addDay(day) {
+		muts = append(muts, store.Mutation{Row: tsuid, Qualifier: dayQualifier(day)})
+	}
+	return e, muts
+}
+
+// addDay records that e has data on day and returns the mutation that persists it, if new.
+func (ix *Index) addDay(e *Entry, day uint32, muts []store.Mutation) []store.Mutation {
+	ix.mu.Lock()
+	isNew := e.addDay(day)
+	ix.mu.Unlock()
+	if isNew {
+		muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: dayQualifier(day)})
+	}
+	return muts
+}
+
+func (ix *Index) insertLocked(e *Entry) {
+	m := e.Labels.Metric()
+	mi := ix.metrics[m]
+	if mi == nil {
+		mi = &metricIndex{postings: map[Tag][]*Entry{}, keys: map[string]int{}}
+		ix.metrics[m] = mi
+	}
+	mi.series = append(mi.series, e)
+	e.Labels.Range(func(k, v string) bool {
+		t := Tag{k, v}
+		mi.postings[t] = append(mi.postings[t], e)
+		mi.keys[k]++
+		return true
+	})
+	ix.byTSUID[string(e.TSUID)] = e
+	ix.count++
+}
+
+// load reads the persisted index.
+func (ix *Index) load(ctx context.Context, st store.Store, salt func([]byte) byte) error {
+	var cur *Entry
+	var days []uint32
+	finish := func() {
+		if cur == nil {
+			return
+		}
+		if cur.Labels != "" && cur.Labels.Valid() {
+			for _, d := range days {
+				cur.addDay(d)
+			}
+			ix.insertLocked(cur)
+		}
+		cur, days = nil, days[:0]
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	err := st.Scan(ctx, store.TableIndex, []store.KeyRange{{Start: []byte{}}}, func(c store.Cell) bool {
+		if cur == nil || string(cur.TSUID) != string(c.Row) {
+			finish()
+			tsuid := append([]byte(nil), c.Row...)
+			cur = &Entry{TSUID: tsuid, Salt: salt(tsuid)}
+		}
+		switch {
+		case string(c.Qualifier) == string(qualLabels):
+			cur.Labels = Labels(c.Value)
+		case len(c.Qualifier) == 5 && c.Qualifier[0] == 'd':
+			days = append(days, binary.BigEndian.Uint32(c.Qualifier[1:]))
+		}
+		return true
+	})
+	finish()
+	if err != nil {
+		return fmt.Errorf("series: loading the index: %w", err)
+	}
+	return nil
+}
+
+// Matcher selects series by one tag. Matches is called with present=false
+// when the series lacks the key.
+type Matcher interface {
+	Key() string
+	Matches(value string, present bool) bool
+}
+
+// literalMatcher is implemented by matchers that accept exactly a set of
+// values, so the index can answer them from its postings.
+type literalMatcher interface {
+	Literals() ([]string, bool)
+}
+
+// Select returns the series of metric whose tags satisfy every matcher and
+// that had data on a day that overlaps [startMs, endMs]. With explicitTags,
+// only series whose tag keys are exactly the matchers' keys qualify.
+func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, startMs, endMs int64) []*Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	mi := ix.metrics[metric]
+	if mi == nil {
+		return nil
+	}
+	candidates := mi.series
+	for _, m := range matchers {
+		lm, ok := m.(literalMatcher)
+		if !ok {
+			continue
+		}
+		vals, ok := lm.Literals()
+		if !ok {
+			continue
+		}
+		var union []*Entry
+		for _, v := range vals {
+			union = append(union, mi.postings[Tag{m.Key(), v}]...)
+		}
+		if len(union) < len(candidates) {
+			candidates = union
+		}
+	}
+	var keys map[string]bool
+	if explicitTags {
+		keys = map[string]bool{}
+		for _, m := range matchers {
+			keys[m.Key()] = true
+		}
+	}
+	first, last := dayOf(startMs), dayOf(endMs)
+	var out []*Entry
+	seen := map[*Entry]bool{}
+	for _, e := range candidates {
+		if seen[e] || !e.hasDays(first, last) || !matchAll(e.Labels, matchers) {
+			continue
+		}
+		if keys != nil && !sameKeys(e.Labels, keys) {
+			continue
+		}
+		seen[e] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+func matchAll(l Labels, matchers []Matcher) bool {
+	for _, m := range matchers {
+		v, ok := l.Get(m.Key())
+		if !m.Matches(v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameKeys(l Labels, keys map[string]bool) bool {
+	n := 0
+	ok := true
+	l.Range(func(k, _ string) bool {
+		n++
+		ok = keys[k]
+		return ok
+	})
+	return ok && n == len(keys)
+}
+
+// Metrics returns the metric names that start with prefix, sorted.
+func (ix *Index) Metrics(prefix string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var out []string
+	for m := range ix.metrics {
+		if len(m) >= len(prefix) && m[:len(prefix)] == prefix {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TagKeys returns the tag keys of the metric's series, sorted. An empty metric means every metric.
+func (ix *Index) TagKeys(metric string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	set := map[string]bool{}
+	for m, mi := range ix.metrics {
+		if metric != "" && m != metric {
+			continue
+		}
+		for k := range mi.keys {
+			set[k] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+// TagValues returns the values of the tag key among the metric's series, sorted.
+func (ix *Index) TagValues(metric, key string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	set := map[string]bool{}
+	for m, mi := range ix.metrics {
+		if metric != "" && m != metric {
+			continue
+		}
+		for t := range mi.postings {
+			if t.Key == key {
+				set[t.Value] = true
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Len returns the number of series in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.count
+}
+
+// Lookup returns the entry of a TSUID.
+func (ix *Index) Lookup(tsuid []byte) *Entry {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.byTSUID[string(tsuid)]
+}
+
+// All calls fn for every series of the metric (every series when metric is
+// empty) until fn returns false.
+func (ix *Index) All(metric string, fn func(e *Entry) bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for m, mi := range ix.metrics {
+		if metric != "" && m != metric {
+			continue
+		}
+		for _, e := range mi.series {
+			if !fn(e) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,334 @@
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+
+	pebbledb "github.com/cockroachdb/pebble/v2"
+
+	"hourglass/store"
+)
+
+// Store is a store.Store on a Pebble database in one directory. It is safe
+// for concurrent use.
+type Store struct {
+	db  *pebbledb.DB
+	dir string
+
+	// mu guards closed; inflight counts the operations under way, which
+	// Close waits for before it closes the database.
+	mu       sync.RWMutex
+	closed   bool
+	inflight sync.WaitGroup
+
+	// locks serialise the read-modify-writes of Increment and PutIfAbsent,
+	// striped by cell.
+	seed  maphash.Seed
+	locks [64]struct {
+		sync.Mutex
+		_ [56]byte // keep stripes on separate cache lines
+	}
+
+	scanners sync.Pool // *scanner
+}
+
+var _ store.Store = (*Store)(nil)
+
+// errEmptyRow rejects an empty row key, which Bigtable does not allow.
+var errEmptyRow = errors.New("store/pebble: empty row key")
+
+// Open opens the database in dir, creating it if needed.
+func Open(dir string, opts Options) (*Store, error) {
+	return open(dir, opts, nil)
+}
+
+// open is Open with a hook to change Pebble's options, for experiments.
+func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	po, err := opts.pebbleOptions(logger)
+	if err != nil {
+		return nil, err
+	}
+	if tweak != nil {
+		tweak(po)
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = defaultCacheSize
+	}
+	cache := pebbledb.NewCache(cacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	po.Cache = cache
+	db, err := pebbledb.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("store/pebble: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, seed: maphash.MakeSeed()}
+	s.scanners.New = func() any { return new(scanner) }
+	return s, nil
+}
+
+// enter registers an operation, or returns store.ErrClosed. Every enter
+// that returns nil must be paired with leave.
+func (s *Store) enter() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+func (s *Store) leave() { s.inflight.Done() }
+
+// begin checks what every table operation checks first: the context and
+// the table.
+func begin(ctx context.Context, t store.Table) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return checkTable(t)
+}
+
+// Close waits for the operations under way, then closes the database.
+// Close must not be called from a Scan callback. A second Close returns
+// store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store/pebble: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Write applies the mutations in one Pebble batch, synced to the WAL before
+// it returns: the whole call is atomic, not only each row.
+//
+// Write does not take the locks of Increment and PutIfAbsent: a cell that
+// those change must not be written by Write at the same time.
+func (s *Store) Write(ctx context.Context, t store.Table, muts []store.Mutation) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := begin(ctx, t); err != nil {
+		return err
+	}
+	if len(muts) == 0 {
+		return nil
+	}
+	size := 0
+	for i := range muts {
+		m := &muts[i]
+		if len(m.Row) == 0 {
+			return fmt.Errorf("%w (mutation %d of %d, table %s)", errEmptyRow, i, len(muts), t)
+		}
+		// Pebble's batch record: kind, varint key and value lengths.
+		size += 1 + 2*binary.MaxVarintLen32 + keyLen(m.Row, m.Qualifier) + len(m.Value)
+	}
+	b := s.db.NewBatchWithSize(size)
+	defer b.Close()
+	for i := range muts {
+		m := &muts[i]
+		kl := keyLen(m.Row, m.Qualifier)
+		var op *pebbledb.DeferredBatchOp
+		if m.Delete {
+			op = b.DeleteDeferred(kl)
+		} else {
+			op = b.SetDeferred(kl, len(m.Value))
+			copy(op.Value, m.Value)
+		}
+		putKey(op.Key, t, m.Row, m.Qualifier)
+		if err := op.Finish(); err != nil {
+			return fmt.Errorf("store/pebble: write %s: %w", t, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(pebbledb.Sync); err != nil {
+		return fmt.Errorf("store/pebble: write %s: %w", t, err)
+	}
+	return nil
+}
+
+// ReadRow returns the cells of one row.
+func (s *Store) ReadRow(ctx context.Context, t store.Table, row []byte) ([]store.Cell, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	if err := begin(ctx, t); err != nil {
+		return nil, err
+	}
+	if len(row) == 0 {
+		return nil, errEmptyRow
+	}
+	lower := appendRowPrefix(make([]byte, 0, 2*keyLen(row, nil)), t, row)
+	upper := appendRowEnd(lower[len(lower):], t, row)
+	it, err := s.db.NewIterWithContext(ctx, &pebbledb.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("store/pebble: read row %s: %w", t, err)
+	}
+	// Copy row, qualifier and value of every cell into one arena; slice it
+	// once it has stopped growing.
+	var (
+		arena []byte
+		ends  [][3]int // end offsets of row, qualifier, value in arena
+	)
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		arena = append(arena, row...)
+		r := len(arena)
+		arena = append(arena, it.Key()[len(lower):]...)
+		q := len(arena)
+		arena = append(arena, v...)
+		ends = append(ends, [3]int{r, q, len(arena)})
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return nil, fmt.Errorf("store/pebble: read row %s: %w", t, err)
+	}
+	if len(ends) == 0 {
+		return nil, nil
+	}
+	cells := make([]store.Cell, len(ends))
+	start := 0
+	for i, e := range ends {
+		cells[i] = store.Cell{
+			Row:       arena[start:e[0]:e[0]],
+			Qualifier: arena[e[0]:e[1]:e[1]],
+			Value:     arena[e[1]:e[2]:e[2]],
+		}
+		start = e[2]
+	}
+	return cells, nil
+}
+
+// lock returns the stripe lock of an encoded cell key.
+func (s *Store) lock(key []byte) *sync.Mutex {
+	return &s.locks[maphash.Bytes(s.seed, key)%uint64(len(s.locks))].Mutex
+}
+
+// Increment adds delta to the cell's big-endian int64 value under the
+// cell's stripe lock, and syncs the result before it returns.
+func (s *Store) Increment(ctx context.Context, t store.Table, row, qualifier []byte, delta int64) (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	if err := begin(ctx, t); err != nil {
+		return 0, err
+	}
+	if len(row) == 0 {
+		return 0, errEmptyRow
+	}
+	key := appendKey(nil, t, row, qualifier)
+	mu := s.lock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	var cur int64
+	v, closer, err := s.db.Get(key)
+	switch {
+	case errors.Is(err, pebbledb.ErrNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: %w", t, row, qualifier, err)
+	default:
+		n := len(v)
+		if n == 8 {
+			cur = int64(binary.BigEndian.Uint64(v))
+		}
+		if err := closer.Close(); err != nil {
+			return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: %w", t, row, qualifier, err)
+		}
+		if n != 8 {
+			return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: value is %d bytes, not a 64-bit counter", t, row, qualifier, n)
+		}
+	}
+	next := cur + delta
+	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(next)), pebbledb.Sync); err != nil {
+		return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: %w", t, row, qualifier, err)
+	}
+	return next, nil
+}
+
+// PutIfAbsent writes the cell under its stripe lock if it does not exist,
+// and syncs it before it returns.
+func (s *Store) PutIfAbsent(ctx context.Context, t store.Table, row, qualifier, value []byte) (bool, []byte, error) {
+	if err := s.enter(); err != nil {
+		return false, nil, err
+	}
+	defer s.leave()
+	if err := begin(ctx, t); err != nil {
+		return false, nil, err
+	}
+	if len(row) == 0 {
+		return false, nil, errEmptyRow
+	}
+	key := appendKey(nil, t, row, qualifier)
+	mu := s.lock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	v, closer, err := s.db.Get(key)
+	switch {
+	case errors.Is(err, pebbledb.ErrNotFound):
+	case err != nil:
+		return false, nil, fmt.Errorf("store/pebble: put if absent %s row %q qualifier %q: %w", t, row, qualifier, err)
+	default:
+		existing := bytes.Clone(v)
+		if existing == nil {
+			existing = []byte{}
+		}
+		if err := closer.Close(); err != nil {
+			return false, nil, fmt.Errorf("store/pebble: put if absent %s row %q qualifier %q: %w", t, row, qualifier, err)
+		}
+		return false, existing, nil
+	}
+	if err := s.db.Set(key, value, pebbledb.Sync); err != nil {
+		return false, nil, fmt.Errorf("store/pebble: put if absent %s row %q qualifier %q: %w", t, row, qualifier, err)
+	}
+	return true, nil, nil
+}
+
+// DeleteRange deletes every row in the range with one Pebble range
+// tombstone, synced before it returns.
+func (s *Store) DeleteRange(ctx context.Context, t store.Table, r store.KeyRange) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := begin(ctx, t); err != nil {
+		return err
+	}
+	start := appendBound(nil, t, r.Start)
+	end := tableEnd(t)
+	if len(r.End) > 0 {
+		end = appendBound(nil, t, r.End)
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	if err := s.db.DeleteRange(start, end, pebbledb.Sync); err != nil {
+		return fmt.Errorf("store/pebble: delete range %s [%q, %q): %w", t, r.Start, r.End, err)
+	}
+	return nil
+}
