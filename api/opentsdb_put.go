@@ -69,7 +69,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 		}
 		st.tags = toSeriesTags(st.tags, dp.Tags)
 		if aerr := st.batch.Add(dp.Metric, st.tags, dp.Timestamp, dp.Value); aerr != nil {
-			st.bad = append(st.bad, &opentsdb.PointError{Index: i, Message: aerr.Error(), Raw: nil})
+			st.bad = append(st.bad, &opentsdb.PointError{Index: i, Message: aerr.Error(), Raw: append([]byte(nil), st.dec.Raw()...)})
 		}
 		return nil
 	})

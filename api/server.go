@@ -103,6 +103,7 @@ func (s *Server) routes() *mux.Router {
 	if s.reg != nil {
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	}
+	s.promRoutes(r)
 	s.openTSDBRoutes(r)
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(s.notFound)

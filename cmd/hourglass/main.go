@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // query time zones work on machines without a zoneinfo database
 
 	"hourglass/internal/app"
 	"hourglass/series/wal"
