@@ -1,10 +1,20 @@
 package api
 
 import (
+	"bufio"
+	"compress/gzip"
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"hourglass/api/opentsdb"
 	"hourglass/ingest"
@@ -41,103 +51,453 @@ func toSeriesTags(dst []series.Tag, tags []opentsdb.Tag) []series.Tag {
 	return dst
 }
 
-// handlePut is /api/put: one point or an array, each stored or rejected on
-// its own; ?summary and ?details report which (OpenTSDB's PutDataPointRpc).
-func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
-	sync := opentsdb.HasFlag(q, "sync")
-	body := getBuf()
-	defer putBuf(body)
-	if err := s.readBody(r, body); err != nil {
-		code, msg := s.bodyError(err)
-		writeOpenTSDBError(w, code, msg, "")
-		return
+// putTally is what an /api/put request did, window by window.
+type putTally struct {
+	success, failed int
+	errs            []*opentsdb.PointError // up to Config.PutMaxErrors, by index
+	dropped         int                    // errors past that
+}
+
+func (t *putTally) addError(pe *opentsdb.PointError, max int) {
+	if len(t.errs) < max {
+		t.errs = append(t.errs, pe)
+	} else {
+		t.dropped++
 	}
-	st := s.putPool().Get().(*putState)
-	defer s.putPool().Put(st)
+}
+
+// putWindow decodes one body (or one window of a streamed body, whose first
+// point is number offset), stores its points and adds the outcome to t. A
+// non-nil error is the body's own (malformed JSON: nothing of this window is
+// stored) or the store's.
+func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offset int, t *putTally) error {
 	st.batch.Reset()
 	st.bad = st.bad[:0]
-	err := st.dec.Decode(body.Bytes(), func(i int, dp *opentsdb.DataPoint, perr error) error {
+	err := st.dec.Decode(body, func(i int, dp *opentsdb.DataPoint, perr error) error {
 		if perr != nil {
 			st.batch.Reject(perr)
 			var pe *opentsdb.PointError
 			if errors.As(perr, &pe) {
+				pe.Index += offset
+				pe.Raw = append([]byte(nil), pe.Raw...)
 				st.bad = append(st.bad, pe)
 			}
 			return nil
 		}
 		st.tags = toSeriesTags(st.tags, dp.Tags)
 		if aerr := st.batch.Add(dp.Metric, st.tags, dp.Timestamp, dp.Value); aerr != nil {
-			st.bad = append(st.bad, &opentsdb.PointError{Index: i, Message: aerr.Error(), Raw: append([]byte(nil), st.dec.Raw()...)})
+			st.bad = append(st.bad, &opentsdb.PointError{Index: offset + i, Message: aerr.Error(), Raw: append([]byte(nil), st.dec.Raw()...)})
 		}
 		return nil
 	})
 	if err != nil {
-		// The body as a whole is bad: nothing of it is stored.
+		// The window as a whole is bad: nothing of it is stored.
 		s.m.points.WithLabelValues("opentsdb_http", "rejected").Add(float64(st.batch.Len()))
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	if err := st.batch.Commit(r.Context()); err != nil {
+	if err := st.batch.Commit(ctx); err != nil {
 		s.m.points.WithLabelValues("opentsdb_http", "error").Add(float64(st.batch.Len()))
-		s.writeError(w, r, err)
-		return
-	}
-	if sync {
-		if err := s.head.SyncWAL(); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		return err
 	}
 	// Errors found at commit (a full UID space, say) join the decoding ones.
-	errs := st.batch.Errors()
 	reported := make(map[int]bool, len(st.bad))
 	for _, pe := range st.bad {
 		reported[pe.Index] = true
 	}
-	for i, e := range errs {
-		if e != nil && !reported[i] {
-			st.bad = append(st.bad, &opentsdb.PointError{Index: i, Message: e.Error()})
+	for i, e := range st.batch.Errors() {
+		if e != nil && !reported[offset+i] {
+			st.bad = append(st.bad, &opentsdb.PointError{Index: offset + i, Message: e.Error()})
 		}
 	}
+	sortPointErrors(st.bad)
+	for _, pe := range st.bad {
+		t.addError(pe, s.cfg.PutMaxErrors)
+	}
 	failed := st.batch.Failed()
-	success := st.batch.Len() - failed
-	s.m.points.WithLabelValues("opentsdb_http", "stored").Add(float64(success))
+	t.failed += failed
+	t.success += st.batch.Len() - failed
+	s.m.points.WithLabelValues("opentsdb_http", "stored").Add(float64(st.batch.Len() - failed))
 	s.m.points.WithLabelValues("opentsdb_http", "rejected").Add(float64(failed))
-	if !summary && !details {
-		if failed == 0 {
-			w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// handlePut is /api/put: one point or an array, each stored or rejected on
+// its own; ?summary and ?details report which (OpenTSDB's PutDataPointRpc).
+// A body up to Config.PutStreamBytes is decoded whole, so a malformed one
+// stores nothing; a longer one (an array) is decoded and stored in windows of
+// about that size as it arrives, so no body is too large, and a malformed
+// part stops it there (what came before is stored, and the reply says how
+// much). ?sync waits for the WAL's fsync; ?sync_timeout=<ms> bounds that wait.
+func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
+	sync := opentsdb.HasFlag(q, "sync")
+	syncTimeout := time.Duration(0)
+	if v := q.Get("sync_timeout"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeOpenTSDBError(w, http.StatusBadRequest, "Unable to parse the sync_timeout parameter: "+v, "a number of milliseconds")
 			return
 		}
-		writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors",
-			`Please see the TSD logs or append "details" to the put request`)
+		syncTimeout = time.Duration(n) * time.Millisecond
+		sync = sync || n > 0
+	}
+	rd, closeBody, err := s.putBodyReader(r)
+	if err != nil {
+		code, msg := s.bodyError(err)
+		writeOpenTSDBError(w, code, msg, "")
+		return
+	}
+	defer closeBody()
+	st := s.putPool().Get().(*putState)
+	defer s.putPool().Put(st)
+	var t putTally
+
+	// The first window: is it the whole body?
+	body := getBuf()
+	defer putBuf(body)
+	n, err := body.ReadFrom(io.LimitReader(rd, s.cfg.PutStreamBytes+1))
+	if err != nil {
+		code, msg := s.bodyError(wrapDecodeErr(err))
+		writeOpenTSDBError(w, code, msg, "")
+		return
+	}
+	if n <= s.cfg.PutStreamBytes {
+		if err := s.putWindow(r.Context(), st, body.Bytes(), 0, &t); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	} else {
+		sr := &putStream{r: bufio.NewReaderSize(io.MultiReader(body, rd), 64<<10), window: s.cfg.PutStreamBytes}
+		if err := s.putStreamed(r.Context(), st, sr, &t); err != nil {
+			if t.success+t.failed == 0 {
+				s.writeError(w, r, err)
+				return
+			}
+			code, msg, det := openTSDBStatus(err)
+			writeOpenTSDBError(w, code, msg, strings.TrimSpace(det+fmt.Sprintf(
+				" The body was streamed: the %d points before this point of it were processed "+
+					"(%d stored, %d failed); nothing after it was.", t.success+t.failed, t.success, t.failed)))
+			return
+		}
+	}
+	timeouts := -1
+	if syncTimeout > 0 {
+		timeouts = 0
+	}
+	if sync {
+		if err, timedOut := s.syncWAL(syncTimeout); timedOut {
+			timeouts, t.success = t.success, 0
+		} else if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if !summary && !details {
+		switch {
+		case timeouts > 0:
+			writeOpenTSDBError(w, http.StatusBadRequest, fmt.Sprintf(
+				"The put call has timedout with %d successful writes, %d failed writes and %d timed out writes.",
+				t.success, t.failed, timeouts), "The points are in the write-ahead log; its fsync had not finished")
+		case t.failed == 0:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors",
+				`Please see the TSD logs or append "details" to the put request`)
+		}
 		return
 	}
 	var list []*opentsdb.PointError
 	if details {
-		sortPointErrors(st.bad)
-		list = append([]*opentsdb.PointError{}, st.bad...)
+		list = append([]*opentsdb.PointError{}, t.errs...)
 	}
 	code := http.StatusOK
-	if failed > 0 {
+	if t.failed > 0 || timeouts > 0 {
 		code = http.StatusBadRequest
-	}
-	timeouts := -1
-	if v := q.Get("sync_timeout"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			timeouts = 0
-		}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(code)
-	_, _ = w.Write(opentsdb.AppendPutSummary(nil, success, failed, timeouts, list))
+	_, _ = w.Write(opentsdb.AppendPutSummary(nil, t.success, t.failed, timeouts, list))
+}
+
+// syncWAL fsyncs the WAL, waiting at most timeout (0: no bound). timedOut
+// says the wait ended first; the fsync goes on.
+func (s *Server) syncWAL(timeout time.Duration) (err error, timedOut bool) {
+	if timeout <= 0 {
+		return s.head.SyncWAL(), false
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.head.SyncWAL() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err, false
+	case <-timer.C:
+		return nil, true
+	}
+}
+
+// putStreamed stores a long array body window by window.
+func (s *Server) putStreamed(ctx context.Context, st *putState, sr *putStream, t *putTally) error {
+	if err := sr.open(); err != nil {
+		return err
+	}
+	offset := 0
+	for {
+		win, n, more, err := sr.next()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if err := s.putWindow(ctx, st, win, offset, t); err != nil {
+				return err
+			}
+			offset += n
+		}
+		if !more {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// putStream cuts a JSON array read from r into windows of whole elements,
+// each returned as a JSON array of about window bytes. It checks only the
+// structure it needs (strings, nesting, commas); the decoder checks the rest.
+type putStream struct {
+	r      *bufio.Reader
+	window int64
+	buf    []byte
+	pos    int64 // bytes consumed, for messages
+	done   bool
+}
+
+func streamErr(pos int64, msg string) error {
+	return &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Unable to parse the given JSON",
+		Details: fmt.Sprintf("%s at byte %d of the body", msg, pos)}
+}
+
+func (p *putStream) readByte() (byte, error) {
+	c, err := p.r.ReadByte()
+	if err == nil {
+		p.pos++
+	}
+	return c, err
+}
+
+func (p *putStream) skipSpace() (byte, error) {
+	for {
+		c, err := p.readByte()
+		if err != nil {
+			return 0, err
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+	}
+}
+
+// open reads up to the array's first element.
+func (p *putStream) open() error {
+	c, err := p.skipSpace()
+	if err != nil {
+		return wrapDecodeErr(err)
+	}
+	if c != '[' {
+		// Only an array can be this long and valid.
+		return streamErr(p.pos, "a body of more than one window must be a JSON array of data points")
+	}
+	c, err = p.skipSpace()
+	if err != nil {
+		return streamErr(p.pos, "unexpected end of the body")
+	}
+	if c == ']' {
+		p.done = true
+		return nil
+	}
+	return p.r.UnreadByte()
+}
+
+// next returns the next window (a JSON array), how many elements it holds and
+// whether more follow.
+func (p *putStream) next() ([]byte, int, bool, error) {
+	if p.done {
+		return nil, 0, false, nil
+	}
+	p.buf = append(p.buf[:0], '[')
+	n := 0
+	maxElem := max(p.window, 1<<20)
+	for {
+		start := len(p.buf)
+		c, err := p.skipSpace()
+		if err != nil {
+			return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+		}
+		// One element: a value, scanned to its end.
+		depth, inStr, esc := 0, false, false
+		for {
+			p.buf = append(p.buf, c)
+			if inStr {
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					inStr = false
+				}
+			} else {
+				switch c {
+				case '"':
+					inStr = true
+				case '{', '[':
+					depth++
+				case '}', ']':
+					depth--
+				}
+			}
+			if int64(len(p.buf)-start) > maxElem {
+				return nil, 0, false, streamErr(p.pos, fmt.Sprintf("a data point of more than %d bytes", maxElem))
+			}
+			if depth < 0 {
+				return nil, 0, false, streamErr(p.pos, "unbalanced brackets")
+			}
+			if depth == 0 && !inStr {
+				// A scalar element ends before a separator; peek at it.
+				if c != '}' && c != ']' && c != '"' {
+					nb, err := p.r.Peek(1)
+					if err == nil && nb[0] != ',' && nb[0] != ']' && nb[0] != ' ' && nb[0] != '\n' && nb[0] != '\r' && nb[0] != '\t' {
+						c, _ = p.readByte()
+						continue
+					}
+				}
+				break
+			}
+			if c, err = p.readByte(); err != nil {
+				return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+			}
+		}
+		n++
+		sep, err := p.skipSpace()
+		if err != nil {
+			return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+		}
+		switch sep {
+		case ']':
+			// The end; nothing but space may follow.
+			for {
+				c, err := p.readByte()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return nil, 0, false, wrapDecodeErr(err)
+				}
+				if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+					return nil, 0, false, streamErr(p.pos, "data after the end of the array")
+				}
+			}
+			p.done = true
+			return append(p.buf, ']'), n, false, nil
+		case ',':
+			if int64(len(p.buf)) >= p.window {
+				return append(p.buf, ']'), n, true, nil
+			}
+			p.buf = append(p.buf, ',')
+		default:
+			return nil, 0, false, streamErr(p.pos, fmt.Sprintf("expected ',' or ']', found %q", sep))
+		}
+	}
+}
+
+// wrapDecodeErr turns a body read error into one bodyError knows.
+func wrapDecodeErr(err error) error {
+	var tl *errBodyTooLarge
+	if errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errBadEncoding) {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+		errors.Is(err, zstd.ErrMagicMismatch) {
+		return fmt.Errorf("%w: %v", errBadEncoding, err)
+	}
+	return err
+}
+
+// putBodyReader returns the decoded body of an /api/put request as a
+// stream: identity, gzip or zstd (a snappy block is read whole, within
+// MaxDecodedBytes). Decoded, it may hold at most Config.PutMaxBytes (0: no
+// limit).
+func (s *Server) putBodyReader(r *http.Request) (io.Reader, func(), error) {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	var rd io.Reader
+	closeFn := func() {}
+	switch enc {
+	case "", "identity":
+		rd = r.Body
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, closeFn, fmt.Errorf("%w: gzip: %v", errBadEncoding, err)
+		}
+		rd = zr
+	case "zstd":
+		zr, err := zstd.NewReader(r.Body, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, closeFn, fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
+		}
+		rd, closeFn = zr, zr.Close
+	default:
+		// Snappy (a block, not a stream) and anything else: readBody knows.
+		body := getBuf()
+		if err := s.readBody(r, body); err != nil {
+			putBuf(body)
+			return nil, closeFn, err
+		}
+		return body, func() { putBuf(body) }, nil
+	}
+	if s.cfg.PutMaxBytes > 0 {
+		rd = &putLimitReader{r: rd, left: s.cfg.PutMaxBytes, limit: s.cfg.PutMaxBytes}
+	}
+	return &decodeErrReader{rd}, closeFn, nil
+}
+
+// putLimitReader fails with errBodyTooLarge past limit decoded bytes.
+type putLimitReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (l *putLimitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		var one [1]byte
+		if n, err := l.r.Read(one[:]); n > 0 {
+			return 0, &errBodyTooLarge{"once decompressed (-put-max-bytes)", l.limit}
+		} else {
+			return 0, err
+		}
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// decodeErrReader marks errors of a decompressing reader as bad encodings.
+type decodeErrReader struct{ r io.Reader }
+
+func (d *decodeErrReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = wrapDecodeErr(err)
+	}
+	return n, err
 }
 
 func sortPointErrors(errs []*opentsdb.PointError) {
-	for i := 1; i < len(errs); i++ {
-		for j := i; j > 0 && errs[j].Index < errs[j-1].Index; j-- {
-			errs[j], errs[j-1] = errs[j-1], errs[j]
-		}
-	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Index < errs[j].Index })
 }

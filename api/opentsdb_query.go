@@ -2,18 +2,63 @@ package api
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"hourglass/api/opentsdb"
+	"hourglass/chunk"
 	"hourglass/downsample"
+	"hourglass/meta"
 	"hourglass/query"
+	"hourglass/rowkey"
+	"hourglass/series"
 	"hourglass/uid"
 )
+
+// subResult is one sub-query's results and figures.
+type subResult struct {
+	sq      *opentsdb.SubQuery
+	results []query.Result
+	fill    downsample.FillPolicy
+	notes   [][]opentsdb.Annotation // per result, when annotations are on
+	stats   subStats
+}
+
+// subStats are one sub-query's figures, in OpenTSDB's names (ms as floats).
+type subStats struct {
+	index         int
+	series        int
+	rawDPs        int64
+	emitted       int64
+	nanDPs        int64
+	scanTime      time.Duration
+	aggTime       time.Duration
+	serialization time.Duration
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func (st *subStats) appendJSON(dst []byte) []byte {
+	dst = fmt.Appendf(dst, `{"queryIndex":%d,"emittedDPs":%d,"nanDPs":%d,"dpsPostFilter":%d,"series":%d,`+
+		`"queryScanTime":%s,"aggregationTime":%s,"serializationTime":%s}`,
+		st.index, st.emitted, st.nanDPs, st.rawDPs, st.series,
+		fmtMs(st.scanTime), fmtMs(st.aggTime), fmtMs(st.serialization))
+	return dst
+}
+
+func fmtMs(d time.Duration) string { return strconv.FormatFloat(ms(d), 'f', 6, 64) }
 
 // handleQuery is /api/query: the JSON body (POST) or the m= / tsuid= query
 // string (GET), run through the engine, streamed out in OpenTSDB's shape.
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
 	q := r.URL.Query()
 	var req *opentsdb.QueryRequest
 	var err error
@@ -44,55 +89,93 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		req.Delete = true
 	}
+	running := s.ots.queries.begin(r, req)
+	code := http.StatusOK
+	var failure error
+	var summary []byte
+	defer func() { s.ots.queries.end(running, code, failure, summary) }()
+	fail := func(err error) {
+		code, _, _ = openTSDBStatus(err)
+		failure = err
+		s.writeError(w, r, err)
+	}
 	if req.Delete {
-		// OpenTSDB's answer when tsd.http.query.allow_delete is off; this
-		// server has no delete yet.
+		// OpenTSDB's answer when tsd.http.query.allow_delete is off.
+		code = http.StatusBadRequest
+		failure = errors.New("Deleting data is not enabled")
 		writeOpenTSDBError(w, http.StatusBadRequest, "Deleting data is not enabled", "")
 		return
 	}
 	start, end, err := req.Validate(time.Now(), time.UTC)
 	if err != nil {
-		s.writeError(w, r, err)
+		fail(err)
 		return
 	}
 	loc, _ := req.Location(time.UTC)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
 
-	type sub struct {
-		sq      *opentsdb.SubQuery
-		results []query.Result
-		fill    downsample.FillPolicy
-	}
-	subs := make([]sub, len(req.Queries))
+	subs := make([]subResult, len(req.Queries))
 	for i := range req.Queries {
 		sq := &req.Queries[i]
+		sb := &subs[i]
+		sb.sq, sb.stats.index = sq, sq.Index
+		t0 := time.Now()
 		ereq, err := s.engineRequest(ctx, sq, start, end, loc, req.UseCalendar)
 		if err != nil {
-			s.writeError(w, r, err)
+			fail(err)
 			return
 		}
-		res, err := s.engine.Run(ctx, ereq)
+		ss, err := s.engine.Fetch(ctx, ereq)
 		if err != nil {
-			s.writeError(w, r, err)
+			fail(err)
 			return
 		}
-		subs[i] = sub{sq: sq, results: res}
+		t1 := time.Now()
+		sb.stats.series = len(ss)
+		for _, x := range ss {
+			sb.stats.rawDPs += int64(len(x.Points))
+		}
+		res, err := s.engine.Process(ctx, ereq, ss)
+		if err != nil {
+			fail(err)
+			return
+		}
+		sb.stats.scanTime, sb.stats.aggTime = t1.Sub(t0), time.Since(t1)
+		sb.results = res
 		if ereq.Downsample != nil {
-			subs[i].fill = ereq.Downsample.Fill
+			sb.fill = ereq.Downsample.Fill
+		}
+		if !req.NoAnnotations {
+			if sb.notes, err = s.seriesNotes(ctx, res, start, end); err != nil {
+				fail(err)
+				return
+			}
 		}
 	}
+	var globals []opentsdb.Annotation
+	if req.GlobalAnnotations && !req.NoAnnotations {
+		list, err := s.ots.meta.Annotations(ctx, [][]byte{nil}, start, end, s.cfg.MaxAnnotations)
+		if err != nil {
+			fail(err)
+			return
+		}
+		globals = toOpenTSDBNotes(list)
+	}
+
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
 	buf := getBuf()
 	defer putBuf(buf)
 	out := append(buf.AvailableBuffer(), '[')
 	first := true
-	for _, sb := range subs {
+	for si := range subs {
+		sb := &subs[si]
+		serStart := time.Now()
 		f := opentsdb.ResultFormat{Arrays: req.Arrays, MsResolution: req.MsResolution, NaNIsNull: sb.fill == downsample.FillNull}
 		for i := range sb.results {
 			res := &sb.results[i]
-			qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags}
+			qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags, GlobalAnnotations: globals}
 			for _, t := range res.Tags {
 				qr.Tags = append(qr.Tags, opentsdb.Tag{Key: t.Key, Value: t.Value})
 			}
@@ -104,6 +187,10 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 				for j, id := range res.TSUIDs {
 					qr.TSUIDs[j] = hexUpper(id)
 				}
+				sort.Strings(qr.TSUIDs)
+			}
+			if sb.notes != nil && len(sb.notes[i]) > 0 {
+				qr.Annotations = sb.notes[i]
 			}
 			if !first {
 				out = append(out, ',')
@@ -115,20 +202,113 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 				if p.T < start || p.T > end {
 					continue
 				}
+				if !p.V.IsInt() && math.IsNaN(p.V.Float()) {
+					sb.stats.nanDPs++
+				}
 				out = opentsdb.AppendResultPoint(out, n == 0, p.T, p.V, f)
 				n++
 				if len(out) > 1<<20 {
 					if _, err := w.Write(out); err != nil {
+						failure = err
 						return
 					}
 					out = out[:0]
 				}
 			}
+			sb.stats.emitted += int64(n)
+			if req.ShowStats {
+				st := sb.stats
+				st.serialization = time.Since(serStart)
+				qr.Stats = st.appendJSON(nil)
+			}
 			out = opentsdb.AppendResultEnd(out, &qr, f)
 		}
+		sb.stats.serialization = time.Since(serStart)
+	}
+	if req.ShowSummary {
+		if !first {
+			out = append(out, ',')
+		}
+		out = opentsdb.AppendStatsSummary(out, summaryJSON(subs, time.Since(began)))
 	}
 	out = append(out, ']')
-	_, _ = w.Write(out)
+	if _, err := w.Write(out); err != nil {
+		failure = err
+	}
+	summary = summaryJSON(subs, time.Since(began))
+}
+
+// summaryJSON is the statsSummary object: totals, the average and maximum
+// of each sub-query's timings, and each sub-query's figures as queryIdx_NN.
+func summaryJSON(subs []subResult, total time.Duration) []byte {
+	var emitted, nan, raw int64
+	var scanMax, aggMax, serMax, scanSum, aggSum, serSum time.Duration
+	for _, sb := range subs {
+		emitted += sb.stats.emitted
+		nan += sb.stats.nanDPs
+		raw += sb.stats.rawDPs
+		scanSum += sb.stats.scanTime
+		aggSum += sb.stats.aggTime
+		serSum += sb.stats.serialization
+		scanMax = max(scanMax, sb.stats.scanTime)
+		aggMax = max(aggMax, sb.stats.aggTime)
+		serMax = max(serMax, sb.stats.serialization)
+	}
+	n := time.Duration(max(len(subs), 1))
+	out := fmt.Appendf(nil, `{"emittedDPs":%d,"nanDPs":%d,"dpsPostFilter":%d,"processingPreWriteTime":%s,`+
+		`"avgQueryScanTime":%s,"maxQueryScanTime":%s,"avgAggregationTime":%s,"maxAggregationTime":%s,`+
+		`"avgSerializationTime":%s,"maxSerializationTime":%s`,
+		emitted, nan, raw, fmtMs(total), fmtMs(scanSum/n), fmtMs(scanMax), fmtMs(aggSum/n), fmtMs(aggMax),
+		fmtMs(serSum/n), fmtMs(serMax))
+	for _, sb := range subs {
+		out = fmt.Appendf(out, `,"queryIdx_%02d":`, sb.stats.index)
+		out = sb.stats.appendJSON(out)
+	}
+	return append(out, '}')
+}
+
+// seriesNotes returns, per result, the annotations of its series that
+// start in [start, end], by start time.
+func (s *Server) seriesNotes(ctx context.Context, res []query.Result, start, end int64) ([][]opentsdb.Annotation, error) {
+	var all [][]byte
+	for i := range res {
+		all = append(all, res[i].TSUIDs...)
+	}
+	list, err := s.ots.meta.SeriesAnnotations(ctx, all, start, end, s.cfg.MaxAnnotations)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	byTSUID := map[string][]meta.Annotation{}
+	for _, a := range list {
+		byTSUID[string(a.TSUID)] = append(byTSUID[string(a.TSUID)], a)
+	}
+	out := make([][]opentsdb.Annotation, len(res))
+	for i := range res {
+		var mine []meta.Annotation
+		for _, t := range res[i].TSUIDs {
+			mine = append(mine, byTSUID[string(t)]...)
+		}
+		out[i] = toOpenTSDBNotes(mine)
+	}
+	return out, nil
+}
+
+// toOpenTSDBNotes converts stored annotations for a reply, sorted by start
+// time as OpenTSDB sorts them.
+func toOpenTSDBNotes(list []meta.Annotation) []opentsdb.Annotation {
+	sort.SliceStable(list, func(i, j int) bool { return list[i].StartMillis() < list[j].StartMillis() })
+	out := make([]opentsdb.Annotation, len(list))
+	for i, a := range list {
+		out[i] = toOpenTSDBNote(&a)
+	}
+	return out
+}
+
+func toOpenTSDBNote(a *meta.Annotation) opentsdb.Annotation {
+	return opentsdb.Annotation{
+		TSUID: hexUpper(a.TSUID), Description: a.Description, Notes: a.Notes, Custom: a.Custom,
+		StartTime: a.StartTime, EndTime: a.EndTime,
+	}
 }
 
 func hexUpper(b []byte) string {
@@ -138,6 +318,26 @@ func hexUpper(b []byte) string {
 		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
 	}
 	return string(out)
+}
+
+// parseTSUID decodes a hex TSUID (either case) and checks its shape against
+// the layout: a metric UID then whole tag pairs.
+func (s *Server) parseTSUID(text string) ([]byte, error) {
+	b, err := hex.DecodeString(text)
+	l := s.head.Layout()
+	if err != nil || len(b) < l.MetricWidth || (len(b)-l.MetricWidth)%(l.TagKWidth+l.TagVWidth) != 0 {
+		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid TSUID: " + text,
+			Details: fmt.Sprintf("a TSUID is hex: a %d-byte metric UID then pairs of %d-byte tag key and %d-byte tag value UIDs",
+				l.MetricWidth, l.TagKWidth, l.TagVWidth)}
+	}
+	return b, nil
+}
+
+// errNoSuchUID is OpenTSDB's 400 for a UID that names nothing.
+func errNoSuchUID(kind uid.Kind, id []byte) error {
+	names := map[uid.Kind]string{uid.Metric: "metrics", uid.TagK: "tagk", uid.TagV: "tagv"}
+	return &opentsdb.RequestError{Status: http.StatusBadRequest,
+		Message: fmt.Sprintf("No such unique ID for '%s': %s", names[kind], hexUpper(id))}
 }
 
 // engineRequest turns an OpenTSDB sub-query into an engine request.
@@ -158,20 +358,36 @@ func (s *Server) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start
 		}
 		req.Downsample = &spec
 	}
+	if len(sq.Percentiles) > 0 {
+		return req, &opentsdb.RequestError{Status: http.StatusBadRequest,
+			Message: "Percentiles are queried from histogram data, which hourglass does not store",
+			Details: "use the p50 ... p999 and ep50r3 ... ep999r7 aggregators over numeric data"}
+	}
+	req.Start, req.End = start, end
+	if sq.Rate {
+		ro := sq.Rates()
+		req.Rate = true
+		req.RateOptions = downsample.RateOptions{Counter: ro.Counter, CounterMax: ro.CounterMax, ResetValue: ro.ResetValue, DropResets: ro.DropResets}
+	}
 	if len(sq.TSUIDs) > 0 {
-		return req, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "tsuid sub-queries are not supported by this server yet; query by metric and tags"}
+		return s.tsuidRequest(ctx, req, sq.TSUIDs)
 	}
 	// An unknown metric is an error, as in OpenTSDB.
 	if _, err := s.head.UIDs().GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
 		return req, err
 	}
 	req.Metric = sq.Metric
-	req.Start, req.End = start, end
 	req.ExplicitTags = sq.ExplicitTags
 	seen := map[string]bool{}
+	notKey := false
 	for _, f := range sq.Filters {
 		m, err := f.Compile()
 		if err != nil {
+			return req, err
+		}
+		if f.Type == opentsdb.FilterNotKey {
+			notKey = true
+		} else if err := s.checkFilterNames(ctx, f, m); err != nil {
 			return req, err
 		}
 		req.Matchers = append(req.Matchers, m)
@@ -180,10 +396,115 @@ func (s *Server) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start
 			req.GroupBy = append(req.GroupBy, f.TagK)
 		}
 	}
-	if sq.Rate {
-		ro := sq.Rates()
-		req.Rate = true
-		req.RateOptions = downsample.RateOptions{Counter: ro.Counter, CounterMax: ro.CounterMax, ResetValue: ro.ResetValue, DropResets: ro.DropResets}
+	if req.ExplicitTags && notKey {
+		// explicitTags means "exactly the filtered keys", and a not_key key
+		// is one the series must not have: select without explicitTags and
+		// compare the key sets here, leaving the not_key keys out.
+		req.Entries = s.explicitEntries(req, sq.Filters)
+		req.ExplicitTags = false
 	}
 	return req, nil
+}
+
+// checkFilterNames answers as OpenTSDB does for names it cannot resolve: an
+// unknown tag key is "No such name for 'tagk': 'x'", and so is an unknown
+// value of a literal_or (unless Config.SkipUnresolvedTagVs).
+func (s *Server) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *opentsdb.TagMatcher) error {
+	if _, err := s.head.UIDs().GetID(ctx, nil, uid.TagK, f.TagK); err != nil {
+		return err
+	}
+	if s.cfg.SkipUnresolvedTagVs {
+		return nil
+	}
+	if lits, ok := m.Literals(); ok {
+		for _, v := range lits {
+			if _, err := s.head.UIDs().GetID(ctx, nil, uid.TagV, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// explicitEntries selects the series of req whose tag keys are exactly the
+// keys of the filters other than not_key.
+func (s *Server) explicitEntries(req query.Request, filters []opentsdb.Filter) []*series.Entry {
+	keys := map[string]bool{}
+	for _, f := range filters {
+		if f.Type != opentsdb.FilterNotKey {
+			keys[f.TagK] = true
+		}
+	}
+	from := req.Start - rowkey.HourMs
+	if req.Downsample != nil {
+		from -= req.Downsample.Interval
+	}
+	entries := s.head.Index().Select(req.Metric, req.Matchers, false, from, req.End)
+	out := make([]*series.Entry, 0, len(entries))
+	for _, e := range entries {
+		n, ok := 0, true
+		e.Labels.Range(func(k, _ string) bool {
+			n++
+			ok = keys[k]
+			return ok
+		})
+		if ok && n == len(keys) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// tsuidRequest fills req for a sub-query by TSUIDs: the series named, all
+// aggregated into one result, as OpenTSDB's TsdbQuery.setTimeSeries. They
+// must share one metric.
+func (s *Server) tsuidRequest(ctx context.Context, req query.Request, tsuids []string) (query.Request, error) {
+	l := s.head.Layout()
+	var metricUID []byte
+	req.Entries = []*series.Entry{}
+	seen := map[string]bool{}
+	for _, t := range tsuids {
+		id, err := s.parseTSUID(strings.TrimSpace(t))
+		if err != nil {
+			return req, err
+		}
+		if metricUID == nil {
+			metricUID = id[:l.MetricWidth]
+			name, err := s.head.UIDs().GetName(ctx, uid.Metric, metricUID)
+			if err != nil {
+				if errors.Is(err, uid.ErrNoSuchUID) {
+					return req, errNoSuchUID(uid.Metric, metricUID)
+				}
+				return req, err
+			}
+			req.Metric = name
+		} else if string(id[:l.MetricWidth]) != string(metricUID) {
+			return req, &opentsdb.RequestError{Status: http.StatusBadRequest,
+				Message: "One or more TSUIDs did not share the same metric",
+				Details: "first metric UID " + hexUpper(metricUID) + ", then " + hexUpper(id[:l.MetricWidth])}
+		}
+		if seen[string(id)] {
+			continue
+		}
+		seen[string(id)] = true
+		// A TSUID of no series has no data, as in OpenTSDB.
+		if e := s.head.Index().Lookup(id); e != nil {
+			req.Entries = append(req.Entries, e)
+		}
+	}
+	return req, nil
+}
+
+// tsuidEntry resolves a TSUID to its index entry; unknown is an error.
+func (s *Server) tsuidEntry(text string) (*series.Entry, []byte, error) {
+	id, err := s.parseTSUID(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.head.Index().Lookup(id), id, nil
+}
+
+// pointValueString is a value as /api/query/last writes it: a string.
+func pointValueString(v chunk.Value) string {
+	return strings.Trim(string(opentsdb.AppendValue(nil, v, false)), `"`)
 }

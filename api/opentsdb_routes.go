@@ -1,19 +1,320 @@
 package api
 
 import (
+	"compress/gzip"
 	"fmt"
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"hourglass/api/opentsdb"
+	"hourglass/meta"
 )
 
-// openTSDBRoutes registers the OpenTSDB HTTP API.
+// openTSDB is the OpenTSDB dialect's state beside the Server's.
+type openTSDB struct {
+	meta    *meta.Store
+	queries *queryLog
+}
+
+// openTSDBEndpoint is one endpoint of the OpenTSDB HTTP API: its path after
+// /api/ (and /api/v1/), the verbs it takes and its handler.
+type openTSDBEndpoint struct {
+	path    string
+	methods []string
+	h       http.HandlerFunc
+}
+
+const (
+	get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
+)
+
+// openTSDBRoutes registers the OpenTSDB HTTP API at /api/<x> and /api/v1/<x>
+// (except /api/v1/query, which the Prometheus dialect owns and hands to
+// handleQuery when the request is not PromQL).
 func (s *Server) openTSDBRoutes(r *mux.Router) {
-	r.HandleFunc("/api/put", s.timed("put", allow(s.handlePut, http.MethodPost)))
-	r.HandleFunc("/api/query", s.timed("query", allow(s.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete)))
+	s.ots = &openTSDB{meta: meta.New(s.head.Store()), queries: newQueryLog(s.cfg.QueryLogSize)}
+	eps := []openTSDBEndpoint{
+		{"put", []string{post}, s.handlePut},
+		{"query", []string{get, post, del}, s.handleQuery},
+		{"query/last", []string{get, post}, s.handleQueryLast},
+		{"query/exp", nil, s.notImplemented},
+		{"query/gexp", nil, s.notImplemented},
+		{"suggest", []string{get, post}, s.handleSuggest},
+		{"search/lookup", []string{get, post}, s.handleLookup},
+		{"search/{type}", []string{get, post}, s.handleSearch},
+		{"uid/assign", []string{get, post}, s.handleUIDAssign},
+		{"uid/uidmeta", []string{get, post, put, del}, s.handleUIDMeta},
+		{"uid/tsmeta", []string{get, post, put, del}, s.handleTSMeta},
+		{"uid/rename", []string{get, post}, s.handleUIDRename},
+		{"annotation", []string{get, post, put, del}, s.handleAnnotation},
+		{"annotations", []string{get, post, put, del}, s.handleAnnotation},
+		{"annotation/bulk", []string{post, put, del}, s.handleAnnotationBulk},
+		{"aggregators", []string{get, post}, s.handleAggregators},
+		{"config", []string{get, post}, s.handleConfig},
+		{"config/filters", []string{get, post}, s.handleConfigFilters},
+		{"dropcaches", []string{get, del}, s.handleDropCaches},
+		{"stats", []string{get, post}, s.handleStats},
+		{"stats/jvm", []string{get, post}, s.handleStatsRuntime},
+		{"stats/query", []string{get, post}, s.handleStatsQuery},
+		{"stats/region_clients", []string{get, post}, s.handleStatsRegionClients},
+		{"stats/threads", []string{get, post}, s.handleStatsThreads},
+		{"version", []string{get, post}, s.handleVersion},
+		{"rollup", nil, s.notImplemented},
+		{"histogram", nil, s.notImplemented},
+		{"tree", nil, s.notImplemented},
+		{"tree/{sub}", nil, s.notImplemented},
+	}
+	for _, ep := range eps {
+		name := strings.ReplaceAll(ep.path, "{type}", "other")
+		name = strings.ReplaceAll(name, "{sub}", "other")
+		h := ep.h
+		if ep.methods != nil {
+			h = allow(h, ep.methods...)
+		}
+		h = s.timed(name, s.openTSDBHTTP(h))
+		r.HandleFunc("/api/"+ep.path, h)
+		if ep.path != "query" {
+			r.HandleFunc("/api/v1/"+ep.path, h)
+		}
+	}
+}
+
+// openTSDBHTTP wraps an OpenTSDB handler with what every endpoint of the
+// dialect shares: CORS, ?method_override on a GET, ?jsonp and gzipped replies.
+func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.cors(w, r) {
+			return
+		}
+		q := r.URL.Query()
+		if r.Method == http.MethodGet && opentsdb.HasFlag(q, "method_override") {
+			m := strings.ToUpper(q.Get("method_override"))
+			switch m {
+			case get, post, put, del:
+				r.Method = m
+			case "":
+				writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Missing method override value", "")
+				return
+			default:
+				writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Unknown or unsupported method override value", "")
+				return
+			}
+		}
+		var jsonp string
+		if fn, ok := q["jsonp"]; ok {
+			if len(fn) > 0 {
+				jsonp = fn[len(fn)-1]
+			}
+			if !validJSONP(jsonp) {
+				writeOpenTSDBError(w, http.StatusBadRequest, "Invalid jsonp callback name: "+jsonp,
+					"the name may hold letters, digits, '_', '$' and '.'")
+				return
+			}
+		}
+		// gzip next to the connection, jsonp inside it.
+		if acceptsGzip(r) {
+			gw := &gzipWriter{ResponseWriter: w}
+			defer gw.finish()
+			w = gw
+		}
+		if jsonp != "" {
+			jw := &jsonpWriter{ResponseWriter: w, fn: jsonp}
+			defer jw.finish()
+			w = jw
+		}
+		h(w, r)
+	}
+}
+
+// cors applies the configured CORS policy, as OpenTSDB's RpcHandler does,
+// and reports whether the request goes on to its handler.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	domains := strings.TrimSpace(s.cfg.CORSDomains)
+	origin := r.Header.Get("Origin")
+	if domains == "" || origin == "" {
+		return true
+	}
+	allowed := false
+	for _, d := range strings.Split(domains, ",") {
+		if d = strings.TrimSpace(d); d == "*" || strings.EqualFold(d, origin) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		// OpenTSDB answers 200 with an error body.
+		writeOpenTSDBError(w, http.StatusOK, "CORS domain not allowed", "The domain ["+origin+"] is not permitted access")
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+	h.Set("Access-Control-Allow-Headers", s.cfg.CORSHeaders)
+	h.Add("Vary", "Origin")
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusOK)
+		return false
+	}
+	return true
+}
+
+func validJSONP(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for _, c := range name {
+		if !(c == '_' || c == '$' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonpWriter wraps the body of a reply as fn(body).
+type jsonpWriter struct {
+	http.ResponseWriter
+	fn       string
+	started  bool // headers set
+	prefixed bool // "fn(" written
+}
+
+func (j *jsonpWriter) start() {
+	if !j.started {
+		j.started = true
+		j.Header().Set("Content-Type", "application/javascript; charset=UTF-8")
+		j.Header().Del("Content-Length")
+	}
+}
+
+func (j *jsonpWriter) WriteHeader(code int) {
+	j.start()
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *jsonpWriter) Write(b []byte) (int, error) {
+	j.start()
+	if !j.prefixed {
+		j.prefixed = true
+		if _, err := j.ResponseWriter.Write([]byte(j.fn + "(")); err != nil {
+			return 0, err
+		}
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+func (j *jsonpWriter) finish() {
+	if j.prefixed {
+		_, _ = j.ResponseWriter.Write([]byte(")"))
+	}
+}
+
+func (j *jsonpWriter) Flush() {
+	if f, ok := j.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// acceptsGzip reports whether the client takes a gzipped reply.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+				if q, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && q == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
+
+// gzipWriter gzips a reply that has a body; replies without one (204, 304,
+// a status alone) go out as they are.
+type gzipWriter struct {
+	http.ResponseWriter
+	code    int
+	zw      *gzip.Writer
+	started bool // headers written
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	if g.started || g.code != 0 {
+		return
+	}
+	if code == http.StatusNoContent || code == http.StatusNotModified || code < 200 {
+		g.started = true
+		g.ResponseWriter.WriteHeader(code)
+		return
+	}
+	g.code = code // written with the first byte of the body
+}
+
+func (g *gzipWriter) Write(b []byte) (int, error) {
+	if !g.started {
+		g.started = true
+		h := g.Header()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		h.Del("Content-Length")
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", http.DetectContentType(b))
+		}
+		if g.code == 0 {
+			g.code = http.StatusOK
+		}
+		g.ResponseWriter.WriteHeader(g.code)
+		g.zw = gzipPool.Get().(*gzip.Writer)
+		g.zw.Reset(g.ResponseWriter)
+	}
+	if g.zw == nil {
+		return g.ResponseWriter.Write(b)
+	}
+	return g.zw.Write(b)
+}
+
+func (g *gzipWriter) Flush() {
+	if g.zw != nil {
+		_ = g.zw.Flush()
+	}
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (g *gzipWriter) finish() {
+	if g.zw != nil {
+		_ = g.zw.Close()
+		g.zw.Reset(nil)
+		gzipPool.Put(g.zw)
+		g.zw = nil
+		return
+	}
+	if !g.started && g.code != 0 {
+		g.started = true
+		g.ResponseWriter.WriteHeader(g.code)
+	}
+}
+
+// notImplemented answers the OpenTSDB endpoints hourglass does not have.
+func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request) {
+	writeOpenTSDBError(w, http.StatusNotImplemented, "Not implemented by hourglass: "+r.URL.Path,
+		"see docs/opentsdb-compatibility.md")
 }
 
 // timed counts and times a route.
@@ -47,16 +348,14 @@ func goVersion() string { return runtime.Version() }
 
 // statsLines are hourglass's own figures as OpenTSDB's telnet stats prints them.
 func (s *Server) statsLines(now time.Time) []string {
-	st := s.head.Stats()
-	ts := now.Unix()
-	line := func(metric string, v any) string {
-		return fmt.Sprintf("%s %d %v host=hourglass", metric, ts, v)
+	var out []string
+	for _, st := range s.stats(now) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s %d %s", st.metric, st.ts, st.value)
+		for _, t := range st.tags {
+			b.WriteString(" " + t.Key + "=" + t.Value)
+		}
+		out = append(out, b.String())
 	}
-	return []string{
-		line("hourglass.uptime.seconds", int64(now.Sub(s.started).Seconds())),
-		line("hourglass.head.series", st.Series),
-		line("hourglass.index.series", st.IndexSeries),
-		line("hourglass.head.points", st.PointsInHead),
-		line("hourglass.wal.bytes", st.WALBytes),
-	}
+	return out
 }

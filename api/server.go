@@ -35,6 +35,39 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Version is reported by /api/version and the telnet version command.
 	Version string
+
+	// PutStreamBytes is the size past which an /api/put body is not read
+	// whole but decoded and stored in windows of about this size as it
+	// arrives, so a body of any size fits in bounded memory. Default 8 MiB.
+	PutStreamBytes int64
+	// PutMaxBytes bounds a streamed /api/put body once decompressed; 0 (the
+	// default) means no limit.
+	PutMaxBytes int64
+	// PutMaxErrors bounds the per-point errors an /api/put?details reply
+	// lists (the counts stay exact). Default 10000.
+	PutMaxErrors int
+	// LookupMaxResults bounds the series of one /api/search/lookup reply,
+	// whatever limit the request asks for (limit 0 asks for all). Default 100000.
+	LookupMaxResults int
+	// SuggestMaxResults bounds the names of one /api/suggest reply. Default 100000.
+	SuggestMaxResults int
+	// MaxAnnotations bounds the annotations of one reply (/api/annotations,
+	// and those attached to one /api/query). Default 10000.
+	MaxAnnotations int
+	// LastMaxSeries bounds the series of one /api/query/last request.
+	// Default 100000.
+	LastMaxSeries int
+	// QueryLogSize is how many finished queries /api/stats/query lists. Default 256.
+	QueryLogSize int
+	// CORSDomains is "*" or a comma-separated list of origins allowed to
+	// call the OpenTSDB API from a browser; "" (the default) sends no CORS
+	// headers. CORSHeaders is the Access-Control-Allow-Headers value.
+	CORSDomains string
+	CORSHeaders string
+	// SkipUnresolvedTagVs makes a literal_or filter value that names no tag
+	// value match nothing instead of failing the query (OpenTSDB's
+	// tsd.query.skip_unresolved_tagvs).
+	SkipUnresolvedTagVs bool
 }
 
 func (c *Config) fill() {
@@ -53,6 +86,30 @@ func (c *Config) fill() {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
+	if c.PutStreamBytes <= 0 {
+		c.PutStreamBytes = 8 << 20
+	}
+	if c.PutMaxErrors <= 0 {
+		c.PutMaxErrors = 10000
+	}
+	if c.LookupMaxResults <= 0 {
+		c.LookupMaxResults = 100000
+	}
+	if c.SuggestMaxResults <= 0 {
+		c.SuggestMaxResults = 100000
+	}
+	if c.MaxAnnotations <= 0 {
+		c.MaxAnnotations = 10000
+	}
+	if c.LastMaxSeries <= 0 {
+		c.LastMaxSeries = 100000
+	}
+	if c.QueryLogSize <= 0 {
+		c.QueryLogSize = 256
+	}
+	if c.CORSHeaders == "" {
+		c.CORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
+	}
 }
 
 // Server serves every dialect on one listener. Create it with New.
@@ -69,6 +126,8 @@ type Server struct {
 
 	puts    sync.Pool
 	putOnce sync.Once
+
+	ots *openTSDB // the OpenTSDB dialect's own state (opentsdb_routes.go)
 
 	mu      sync.Mutex
 	http    *http.Server

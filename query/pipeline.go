@@ -23,6 +23,10 @@ type Request struct {
 	RateOptions downsample.RateOptions
 	GroupBy     []string       // tag keys whose values split the result
 	Location    *time.Location // for calendar downsampling; nil is UTC
+	// Entries, when not nil, are the series to read instead of those the
+	// index selects for the Selector's metric and matchers (OpenTSDB's
+	// tsuid sub-queries); the Selector's range still applies.
+	Entries []*series.Entry
 }
 
 // Result is one output series: a group of input series aggregated, or one
@@ -35,19 +39,57 @@ type Result struct {
 	Points        []chunk.Point
 }
 
-// Run executes the request.
+// Run executes the request: Fetch, then Process.
 func (e *Engine) Run(ctx context.Context, req Request) ([]Result, error) {
-	// Downsampling and rates read from the start aligned down to the
-	// interval and then the hour, as OpenTSDB does, so the first bucket is
-	// whole and the first rate in range has a predecessor; the result is
-	// trimmed to the range at the end.
+	ss, err := e.Fetch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return e.Process(ctx, req, ss)
+}
+
+// Fetch reads the series of the request: req.Entries when it names them,
+// else those the index selects. Downsampling and rates read from the start
+// aligned down to the interval and then the hour, as OpenTSDB does, so the
+// first bucket is whole and the first rate in range has a predecessor;
+// Process trims the result to the range at the end.
+func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	sel := req.Selector
 	if req.Downsample != nil || req.Rate {
 		sel.Start = scanStart(req)
 	}
-	ss, err := e.Select(ctx, sel)
+	var ss []Series
+	var err error
+	if req.Entries != nil {
+		if e.limits.MaxSeries > 0 && len(req.Entries) > e.limits.MaxSeries {
+			return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
+		}
+		ss, err = e.ReadEntries(ctx, req.Entries, sel.Start, sel.End)
+	} else {
+		ss, err = e.Select(ctx, sel)
+	}
 	if err != nil {
 		return nil, err
+	}
+	// The scan bounds the points it reads from the store; the head's count too.
+	if e.limits.MaxPoints > 0 {
+		n := 0
+		for i := range ss {
+			n += len(ss[i].Points)
+		}
+		if n > e.limits.MaxPoints {
+			return nil, &LimitError{What: "points", Limit: e.limits.MaxPoints}
+		}
+	}
+	return ss, nil
+}
+
+// Process runs the per-series and cross-series steps of the request over
+// series read by Fetch (it may reorder and modify ss).
+func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Result, error) {
+	sel := req.Selector
+	if req.Downsample != nil || req.Rate {
+		sel.Start = scanStart(req)
 	}
 	// A series without a point in the range is not part of the answer
 	// (the index knows series by day, not by the millisecond).
