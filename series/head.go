@@ -118,6 +118,7 @@ type memSeries struct {
 	maxT       int64
 	lastDay    uint32
 	lastAppend int64 // wall clock, unix ms
+	gone       bool  // forgotten by forgetIdle: appenders must look the series up again
 
 	rows []rowInfo // owned by the flusher
 }
@@ -216,7 +217,7 @@ func (h *Head) replay(ctx context.Context) error {
 				return nil
 			}
 			pts++
-			h.appendToSeries(s, smp.t, smp.v, seg)
+			h.appendToSeries(s, smp.t, smp.v, seg) // nothing is forgotten during replay
 			return nil
 		},
 	}
@@ -371,8 +372,13 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
 	}
 	for i, s := range series {
-		if s != nil {
-			h.appendToSeries(s, samples[i].T, samples[i].V, seg)
+		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg) {
+			// The series was forgotten between the lookup and now: the
+			// point goes to its new incarnation.
+			var err error
+			if s, err = h.getOrCreate(ctx, samples[i].Labels); err != nil {
+				errs[i] = err
+			}
 		}
 	}
 	h.inflightMu.Lock()
@@ -404,12 +410,17 @@ func (h *Head) Fatal() error {
 }
 
 // appendToSeries adds one point to the series' open chunk of its hour,
-// sealing what is full or past its hour.
-func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int) {
+// sealing what is full or past its hour. It returns false, doing nothing,
+// if the series has been forgotten.
+func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int) bool {
 	hour := rowkey.HourOf(t)
 	now := h.opts.Now().UnixMilli()
 	var idx []store.Mutation
 	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		return false
+	}
 	s.lastAppend = now
 	if day := dayOf(t); day != s.lastDay {
 		s.lastDay = day
@@ -455,6 +466,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int) {
 	if len(sealed) > 0 {
 		h.enqueue(sealed)
 	}
+	return true
 }
 
 // sealLocked turns an open chunk into a sealed one: sorted, one point per

@@ -312,6 +312,7 @@ func (h *Head) forgetIdle(now int64) {
 		for l, s := range sh.m {
 			s.mu.Lock()
 			gone := len(s.open) == 0 && len(s.pending) == 0 && now-s.lastAppend > idle
+			s.gone = gone
 			s.mu.Unlock()
 			if gone {
 				delete(sh.m, l)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +219,30 @@ func TestFiltersAndTimeRange(t *testing.T) {
 	if got := e.read("no.such.metric", t0, t0+time.Hour.Milliseconds()); len(got) != 0 {
 		t.Fatalf("unknown metric gave %d series", len(got))
 	}
+}
+
+func TestIdleSeriesAreForgottenAndComeBack(t *testing.T) {
+	var mu sync.Mutex
+	now := time.UnixMilli(t0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e := openEnv(t, t.TempDir(), func(o *series.Options) {
+		o.Now = clock
+		o.SweepInterval = 5 * time.Millisecond
+	})
+	defer e.close()
+	l := host(3)
+	e.append(series.Sample{Labels: l, T: t0, V: chunk.Int(1)})
+	advance(3 * time.Hour) // the hour and its grace pass; the series goes idle
+	deadline := time.Now().Add(10 * time.Second)
+	for e.head.Stats().Series != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle series was not forgotten: %+v", e.head.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Written again, it comes back; both points read back.
+	e.append(series.Sample{Labels: l, T: t0 + 3*rowkey.HourMs, V: chunk.Int(2)})
+	want := map[string][]chunk.Point{l.String(): {{T: t0, V: chunk.Int(1)}, {T: t0 + 3*rowkey.HourMs, V: chunk.Int(2)}}}
+	equalPoints(t, e.read("sys.cpu", t0, t0+4*rowkey.HourMs), want)
 }
