@@ -170,14 +170,19 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	} else {
 		sr := &putStream{r: bufio.NewReaderSize(io.MultiReader(body, rd), 64<<10), window: s.cfg.PutStreamBytes}
 		if err := s.putStreamed(r.Context(), st, sr, &t); err != nil {
-			if t.success+t.failed == 0 {
-				s.writeError(w, r, err)
-				return
-			}
 			code, msg, det := openTSDBStatus(err)
-			writeOpenTSDBError(w, code, msg, strings.TrimSpace(det+fmt.Sprintf(
-				" The body was streamed: the %d points before this point of it were processed "+
-					"(%d stored, %d failed); nothing after it was.", t.success+t.failed, t.success, t.failed)))
+			if isBodyError(err) {
+				code, msg = s.bodyError(err)
+				det = ""
+			}
+			if t.success+t.failed > 0 {
+				if det != "" {
+					det += "; "
+				}
+				det += fmt.Sprintf("the body was streamed: the %d points before this part of it were processed "+
+					"(%d stored, %d failed), nothing after it", t.success+t.failed, t.success, t.failed)
+			}
+			writeOpenTSDBError(w, code, msg, det)
 			return
 		}
 	}
@@ -280,12 +285,31 @@ func streamErr(pos int64, msg string) error {
 		Details: fmt.Sprintf("%s at byte %d of the body", msg, pos)}
 }
 
+// readByte reads the next byte. The end of the body is io.EOF; any other
+// error (a decompression or size error) is returned as it is.
 func (p *putStream) readByte() (byte, error) {
 	c, err := p.r.ReadByte()
 	if err == nil {
 		p.pos++
 	}
 	return c, err
+}
+
+// endErr is the error of a body that stops at a point where it may not:
+// "unexpected end" for io.EOF, the read error itself otherwise.
+func (p *putStream) endErr(err error) error {
+	if err == io.EOF {
+		return streamErr(p.pos, "unexpected end of the body")
+	}
+	return err
+}
+
+// isBodyError reports whether err is about reading the body (its size or
+// its encoding), which bodyError answers.
+func isBodyError(err error) bool {
+	var tl *errBodyTooLarge
+	return errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errBadEncoding) ||
+		errors.Is(err, errUnsupportedEncoding)
 }
 
 func (p *putStream) skipSpace() (byte, error) {
@@ -304,7 +328,7 @@ func (p *putStream) skipSpace() (byte, error) {
 func (p *putStream) open() error {
 	c, err := p.skipSpace()
 	if err != nil {
-		return wrapDecodeErr(err)
+		return p.endErr(err)
 	}
 	if c != '[' {
 		// Only an array can be this long and valid.
@@ -312,7 +336,7 @@ func (p *putStream) open() error {
 	}
 	c, err = p.skipSpace()
 	if err != nil {
-		return streamErr(p.pos, "unexpected end of the body")
+		return p.endErr(err)
 	}
 	if c == ']' {
 		p.done = true
@@ -334,7 +358,7 @@ func (p *putStream) next() ([]byte, int, bool, error) {
 		start := len(p.buf)
 		c, err := p.skipSpace()
 		if err != nil {
-			return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+			return nil, 0, false, p.endErr(err)
 		}
 		// One element: a value, scanned to its end.
 		depth, inStr, esc := 0, false, false
@@ -377,13 +401,13 @@ func (p *putStream) next() ([]byte, int, bool, error) {
 				break
 			}
 			if c, err = p.readByte(); err != nil {
-				return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+				return nil, 0, false, p.endErr(err)
 			}
 		}
 		n++
 		sep, err := p.skipSpace()
 		if err != nil {
-			return nil, 0, false, streamErr(p.pos, "unexpected end of the body")
+			return nil, 0, false, p.endErr(err)
 		}
 		switch sep {
 		case ']':

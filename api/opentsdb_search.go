@@ -112,7 +112,8 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 		}
 		return ctx.Err() == nil
 	})
-	sort.Slice(found, func(i, j int) bool { return found[i].Labels < found[j].Labels })
+	// By TSUID, the order of OpenTSDB's meta table.
+	sort.Slice(found, func(i, j int) bool { return string(found[i].TSUID) < string(found[j].TSUID) })
 	if len(found) > limit {
 		found = found[:limit]
 	}
