@@ -100,7 +100,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			{"sys.cpu.user{dc=lga}", "sys.cpu.user/web01 sys.cpu.user/web02"},
 			{"sys.cpu.user{host=*}", "sys.cpu.user/db01 sys.cpu.user/web01 sys.cpu.user/web02"},
 			{"sys.cpu.user{host=web01,host=db01}", "sys.cpu.user/db01 sys.cpu.user/web01"}, // one key: ORed
-			{"sys.cpu.user{host=web01,dc=sjc}", ""},                                          // two keys: ANDed
+			{"sys.cpu.user{host=web01,dc=sjc}", ""},                                        // two keys: ANDed
 			{"sys.cpu.user{host=web01,host=*}", "sys.cpu.user/db01 sys.cpu.user/web01 sys.cpu.user/web02"},
 			{"{dc=*}", "sys.cpu.sys/web01 sys.cpu.user/db01 sys.cpu.user/web01 sys.cpu.user/web02"},
 			{"{host=web01}", "sys.cpu.sys/web01 sys.cpu.user/web01 sys.mem/web01"},
