@@ -37,7 +37,8 @@ const (
 	KindTopK = "topk"
 	// KindRate is the per-second rate of a counter summed by service.
 	KindRate = "rate"
-	// KindLong is a gauge averaged by dc over the long range in 1h steps.
+	// KindLong is a gauge averaged by dc over the long range in 24 steps
+	// (1h over a day).
 	KindLong = "long"
 )
 
@@ -125,11 +126,13 @@ func MakeQuery(g *Generator, cfg *QueryConfig, kind string, i int) (Query, error
 		sub = map[string]any{"aggregator": "sum", "metric": counter, "tags": map[string]string{"service": "*"},
 			"rate": true, "rateOptions": map[string]any{"counter": true}, "downsample": durSpec(step) + "-avg"}
 	case KindLong:
-		q.Step = time.Hour
-		q.End = cfg.End - cfg.End%time.Hour.Milliseconds()
+		// 24 buckets over the range: 1h over a day.
+		q.Step = max(cfg.LongRange/24, time.Duration(g.IntervalMs())*time.Millisecond)
+		q.Step = q.Step.Truncate(time.Second)
+		q.End = cfg.End - cfg.End%q.Step.Milliseconds()
 		q.Start = q.End - cfg.LongRange.Milliseconds()
-		q.PromQL = fmt.Sprintf(`avg by (dc) (avg_over_time(%s[1h]))`, gauge)
-		sub = map[string]any{"aggregator": "avg", "metric": gauge, "tags": map[string]string{"dc": "*"}, "downsample": "1h-avg"}
+		q.PromQL = fmt.Sprintf(`avg by (dc) (avg_over_time(%s[%s]))`, gauge, durSpec(q.Step))
+		sub = map[string]any{"aggregator": "avg", "metric": gauge, "tags": map[string]string{"dc": "*"}, "downsample": durSpec(q.Step) + "-avg"}
 	default:
 		return Query{}, fmt.Errorf("unknown query kind %q (want one of %v)", kind, QueryKinds)
 	}

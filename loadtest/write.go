@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type WriteConfig struct {
 	// TelnetSync: after each telnet batch, send "version" and wait for the
 	// reply (the server must answer version).
 	TelnetSync bool
+	// ConfirmURL and ConfirmSeries confirm points sent without an
+	// acknowledgement (telnet without sync): after the last batch, the run
+	// polls ConfirmURL, a page in Prometheus' text format, until the counter
+	// ConfirmSeries (a metric name, or a series as the page prints it, e.g.
+	// vm_rows_inserted_total{type="opentsdb"}) has grown by the points sent,
+	// or Duration runs out. The run's time then ends when they were
+	// confirmed, and they count as accepted.
+	ConfirmURL, ConfirmSeries string
 	// ServerPID is the server process whose CPU and memory to report; 0
 	// looks for the process listening on the target's port, -1 reports
 	// none.
@@ -132,6 +141,12 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 	}
 
 	selfCPU0, _ := ProcCPU(os.Getpid())
+	var confirm0 float64
+	if cfg.ConfirmURL != "" {
+		if confirm0, err = readCounter(ctx, client, cfg.ConfirmURL, cfg.ConfirmSeries); err != nil {
+			return nil, fmt.Errorf("confirming: %w", err)
+		}
+	}
 	st := &progressState{}
 	bud := &pointBudget{limit: budget}
 	steps := make([]atomic.Int64, cfg.Workers)
@@ -223,6 +238,27 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		})
 	}
 	wg.Wait()
+	if cfg.ConfirmURL != "" && st.unconfirmed.Load() > 0 {
+		n := st.unconfirmed.Load()
+		var seen float64
+		for {
+			v, err := readCounter(ctx, client, cfg.ConfirmURL, cfg.ConfirmSeries)
+			if err != nil {
+				if ctx.Err() == nil {
+					st.errs.add("confirming: " + err.Error())
+				}
+				break
+			}
+			seen = v - confirm0
+			if seen >= float64(n) || ctx.Err() != nil {
+				break
+			}
+			sleep(ctx, 50*time.Millisecond)
+		}
+		c := min(n, int64(max(seen, 0)))
+		st.unconfirmed.Add(-c)
+		st.accepted.Add(c)
+	}
 	elapsed := time.Since(start)
 	stopProgress()
 	for _, s := range senders {
@@ -272,6 +308,62 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		}
 	}
 	return r, nil
+}
+
+// readCounter returns the sum of the samples of series on a page in
+// Prometheus' text format: series is a metric name (every series of it) or
+// one series as printed, name{labels}.
+func readCounter(ctx context.Context, client *http.Client, url, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return sumSeries(resp.Body, series)
+}
+
+func sumSeries(r io.Reader, series string) (float64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var sum float64
+	found := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		name := f[0]
+		if !strings.Contains(series, "{") {
+			name, _, _ = strings.Cut(name, "{")
+		}
+		if name != series {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: %w", line, err)
+		}
+		sum += v
+		found = true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("no series %s on the page", series)
+	}
+	return sum, nil
 }
 
 // watchServer finds the server process (pid > 0 as given, 0 from the port

@@ -194,8 +194,13 @@ func runWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.MaxSkew, "max-skew", 10*time.Minute, "how far in data time a worker may run ahead of the slowest (0: no bound)")
 	fs.BoolVar(&cfg.TelnetSync, "telnet-sync", true, "after each telnet batch, send version and wait for the reply (off for servers that answer nothing)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", time.Minute, "time one request may take")
+	fs.StringVar(&cfg.ConfirmURL, "confirm-url", "", "for telnet without -telnet-sync: a metrics page (Prometheus text format) to poll after the last batch until -confirm-series has grown by the points sent")
+	fs.StringVar(&cfg.ConfirmSeries, "confirm-series", "", `counter on -confirm-url that counts points stored, e.g. vm_rows_inserted_total{type="opentsdb"}`)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if (cfg.ConfirmURL == "") != (cfg.ConfirmSeries == "") {
+		return errors.New("-confirm-url and -confirm-series go together")
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = hostPort(cfg.URL)
