@@ -1,0 +1,146 @@
+package prom
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	jsoniter "github.com/json-iterator/go"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/util/jsonutil"
+)
+
+// Prometheus writes its JSON with jsoniter and util/jsonutil; these tests
+// hold the appenders to that output byte for byte.
+
+func jsoniterOut(f func(*jsoniter.Stream)) string {
+	st := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(st)
+	f(st)
+	return string(st.Buffer())
+}
+
+var testFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1.5, 1e-7, 1e-6, 123456789.123, 1e20, 1e21, 1e300, -1e-300,
+	math.MaxFloat64, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN(), 2.5e-5, 1.0 / 3}
+
+func TestAppendFloatMatchesPrometheus(t *testing.T) {
+	for _, f := range testFloats {
+		want := jsoniterOut(func(s *jsoniter.Stream) { jsonutil.MarshalFloat(f, s) })
+		if got := string(AppendFloat(nil, f)); got != want {
+			t.Errorf("%v: %s, want %s", f, got, want)
+		}
+	}
+}
+
+func TestAppendTimestampMatchesPrometheus(t *testing.T) {
+	for _, ts := range []int64{0, 1, 5, 10, 99, 100, 999, 1000, 1001, 1010, 4000, 1767225600123, -1, -1500, -1000, math.MaxInt64, math.MinInt64 + 1} {
+		want := jsoniterOut(func(s *jsoniter.Stream) { jsonutil.MarshalTimestamp(ts, s) })
+		if got := string(AppendTimestamp(nil, ts)); got != want {
+			t.Errorf("%d: %s, want %s", ts, got, want)
+		}
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote\back`, "<html>&amp;", "new\nline\ttab\r\b\f\x00\x1f", "ünï ✓ 日本", "bad\xffutf8\xc3", "\u2028\u2029", "\x7f"} {
+		want, _ := json.Marshal(s)
+		if got := string(AppendString(nil, s)); got != string(want) {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	}
+}
+
+func TestAppendHistogramMatchesPrometheus(t *testing.T) {
+	h := &histogram.FloatHistogram{
+		Schema: 0, Count: 19, Sum: 2.7, ZeroThreshold: 0.001, ZeroCount: 4,
+		PositiveSpans:   []histogram.Span{{Offset: 0, Length: 2}, {Offset: 1, Length: 2}},
+		PositiveBuckets: []float64{1, 2, 0, 4},
+		NegativeSpans:   []histogram.Span{{Offset: 0, Length: 1}},
+		NegativeBuckets: []float64{8},
+	}
+	want := jsoniterOut(func(s *jsoniter.Stream) { jsonutil.MarshalHistogram(h, s) })
+	if got := string(AppendHistogram(nil, h)); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	empty := &histogram.FloatHistogram{}
+	want = jsoniterOut(func(s *jsoniter.Stream) { jsonutil.MarshalHistogram(empty, s) })
+	if got := string(AppendHistogram(nil, empty)); got != want {
+		t.Errorf("empty: got %s, want %s", got, want)
+	}
+}
+
+func TestAppendScalarAndStringMatchPrometheus(t *testing.T) {
+	for _, v := range []any{promql.Scalar{T: 4000, V: 2}, promql.Scalar{T: 1500, V: math.NaN()}, promql.Scalar{T: 1, V: math.Inf(-1)},
+		promql.Scalar{T: 1767225600123, V: 1e300}, promql.String{T: 1000, V: "a\"<b>"}} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		switch x := v.(type) {
+		case promql.Scalar:
+			got = AppendValue(nil, x)
+		case promql.String:
+			got = AppendValue(nil, x)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%v: %s, want %s", v, got, want)
+		}
+	}
+}
+
+func TestAppendQueryData(t *testing.T) {
+	lbls := labels.FromStrings("__name__", "up", "job", "node")
+	for _, tc := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"vector", promql.Vector{{T: 4000, F: 1, Metric: lbls}, {T: 4500, F: math.NaN(), Metric: labels.EmptyLabels()}},
+			`{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"node"},"value":[4,"1"]},{"metric":{},"value":[4.500,"NaN"]}]}`},
+		{"matrix", promql.Matrix{{Metric: lbls, Floats: []promql.FPoint{{T: 1000, F: 1.5}, {T: 16000, F: math.Inf(1)}}}, {Metric: lbls}},
+			`{"resultType":"matrix","result":[{"metric":{"__name__":"up","job":"node"},"values":[[1,"1.5"],[16,"+Inf"]]},{"metric":{"__name__":"up","job":"node"}}]}`},
+		{"empty matrix", promql.Matrix{}, `{"resultType":"matrix","result":[]}`},
+		{"scalar", promql.Scalar{T: 4000, V: 2}, `{"resultType":"scalar","result":[4,"2"]}`},
+		{"string", promql.String{T: 4000, V: "x"}, `{"resultType":"string","result":[4,"x"]}`},
+		{"histogram sample", promql.Vector{{T: 1000, H: &histogram.FloatHistogram{Count: 1, Sum: 2}, Metric: lbls}},
+			`{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"node"},"histogram":[1,{"count":"1","sum":"2"}]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			switch x := tc.v.(type) {
+			case promql.Vector:
+				got = AppendQueryData(nil, x)
+			case promql.Matrix:
+				got = AppendQueryData(nil, x)
+			case promql.Scalar:
+				got = AppendQueryData(nil, x)
+			case promql.String:
+				got = AppendQueryData(nil, x)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			if !json.Valid(got) {
+				t.Error("not valid JSON")
+			}
+		})
+	}
+}
+
+func TestEnvelopes(t *testing.T) {
+	got := AppendSuccessEnd(append(AppendSuccessStart(nil), `[]`...), []string{"w<1>"}, []string{"i"})
+	if want := `{"status":"success","data":[],"warnings":["w\u003c1\u003e"],"infos":["i"]}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	got = AppendSuccessEnd(append(AppendSuccessStart(nil), `{}`...), nil, nil)
+	if want := `{"status":"success","data":{}}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	got = AppendError(nil, ErrorBadData, `invalid parameter "query": 1:1: parse error`)
+	if want := `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:1: parse error"}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

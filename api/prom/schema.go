@@ -1,0 +1,195 @@
+package prom
+
+import (
+	"fmt"
+	"math"
+)
+
+// A schema is what the first pass knows of a message: for each field it
+// reads, the wire type it must have. Fields not listed are skipped, as
+// proto3 requires of unknown fields. check is at least as strict as the
+// generated (gogo) decoders, so a body this package accepts is one
+// Prometheus' own code accepts too.
+type schema struct {
+	name   string
+	fields []fieldSpec
+}
+
+type fieldSpec struct {
+	num  int
+	kind fieldKind
+	sub  *schema // kMessage
+}
+
+type fieldKind uint8
+
+const (
+	kString        fieldKind = iota + 1 // length-delimited bytes
+	kMessage                            // length-delimited, checked against sub
+	kVarint                             // any 64-bit varint
+	kUint32                             // a varint that fits 32 bits
+	kFixed64                            // 8 bytes
+	kPackedVarint                       // packed varints, or one varint
+	kPackedUint32                       // packed 32-bit varints, or one
+	kPackedFixed64                      // packed 8-byte values, or one
+)
+
+func (s *schema) spec(num int) *fieldSpec {
+	for i := range s.fields {
+		if s.fields[i].num == num {
+			return &s.fields[i]
+		}
+	}
+	return nil
+}
+
+// check verifies that b is a well-formed s. base is b's offset in the body,
+// for the error.
+func (s *schema) check(b []byte, base int) error {
+	off := 0
+	for off < len(b) {
+		num, typ, next := field(b, off)
+		if next < 0 {
+			return s.malformed(base+off, "bad field key")
+		}
+		sp := s.spec(num)
+		if sp == nil {
+			if off = skip(b, next, typ); off < 0 {
+				return s.malformed(base+next, fmt.Sprintf("field %d (wire type %d) is truncated or of an unknown wire type", num, typ))
+			}
+			continue
+		}
+		var err error
+		if off, err = sp.check(b, next, typ, base); err != nil {
+			return err
+		}
+		if off < 0 {
+			return s.malformed(base+next, fmt.Sprintf("field %d: wire type %d is wrong or the value is truncated", num, typ))
+		}
+	}
+	return nil
+}
+
+func (s *schema) malformed(off int, reason string) error {
+	return &MalformedError{What: s.name, Offset: off, Reason: reason}
+}
+
+// check checks one field value of wire type typ at b[off:] and returns the
+// offset after it, -1 when it is malformed, or the error of a nested message.
+func (sp *fieldSpec) check(b []byte, off, typ, base int) (int, error) {
+	switch sp.kind {
+	case kString:
+		if typ != wireLen {
+			return -1, nil
+		}
+		_, end := lenField(b, off)
+		return end, nil
+	case kMessage:
+		if typ != wireLen {
+			return -1, nil
+		}
+		start, end := lenField(b, off)
+		if end < 0 {
+			return -1, nil
+		}
+		return end, sp.sub.check(b[start:end], base+start)
+	case kVarint, kUint32:
+		if typ != wireVarint {
+			return -1, nil
+		}
+		v, next := uvarint(b, off)
+		if sp.kind == kUint32 && v > math.MaxUint32 {
+			return -1, nil
+		}
+		return next, nil
+	case kFixed64:
+		if typ != wireFixed64 || len(b)-off < 8 {
+			return -1, nil
+		}
+		return off + 8, nil
+	case kPackedVarint, kPackedUint32:
+		switch typ {
+		case wireVarint:
+			v, next := uvarint(b, off)
+			if sp.kind == kPackedUint32 && v > math.MaxUint32 {
+				return -1, nil
+			}
+			return next, nil
+		case wireLen:
+			start, end := lenField(b, off)
+			if end < 0 {
+				return -1, nil
+			}
+			for p := start; p < end; {
+				var v uint64
+				if v, p = uvarint(b[:end], p); p < 0 || sp.kind == kPackedUint32 && v > math.MaxUint32 {
+					return -1, nil
+				}
+			}
+			return end, nil
+		}
+		return -1, nil
+	case kPackedFixed64:
+		switch typ {
+		case wireFixed64:
+			if len(b)-off < 8 {
+				return -1, nil
+			}
+			return off + 8, nil
+		case wireLen:
+			start, end := lenField(b, off)
+			if end < 0 || (end-start)%8 != 0 {
+				return -1, nil
+			}
+			return end, nil
+		}
+		return -1, nil
+	}
+	return -1, nil
+}
+
+// The messages of Remote-Write 1.0 (prompb/types.proto, remote.proto) and
+// 2.0 (prompb/io/prometheus/write/v2/types.proto), as far as they are read.
+var (
+	labelSchema      = &schema{"prometheus.Label", []fieldSpec{{1, kString, nil}, {2, kString, nil}}}
+	sampleV1Schema   = &schema{"prometheus.Sample", []fieldSpec{{1, kFixed64, nil}, {2, kVarint, nil}}}
+	exemplarV1Schema = &schema{"prometheus.Exemplar", []fieldSpec{{1, kMessage, labelSchema}, {2, kFixed64, nil}, {3, kVarint, nil}}}
+	bucketSpanSchema = &schema{"BucketSpan", []fieldSpec{{1, kVarint, nil}, {2, kVarint, nil}}}
+	histogramFields  = []fieldSpec{
+		{1, kVarint, nil}, {2, kFixed64, nil}, {3, kFixed64, nil}, {4, kVarint, nil}, {5, kFixed64, nil},
+		{6, kVarint, nil}, {7, kFixed64, nil}, {8, kMessage, bucketSpanSchema}, {9, kPackedVarint, nil},
+		{10, kPackedFixed64, nil}, {11, kMessage, bucketSpanSchema}, {12, kPackedVarint, nil},
+		{13, kPackedFixed64, nil}, {14, kVarint, nil}, {15, kVarint, nil}, {16, kPackedFixed64, nil},
+	}
+	histogramV1Schema  = &schema{"prometheus.Histogram", histogramFields}
+	timeSeriesV1Schema = &schema{"prometheus.TimeSeries", []fieldSpec{
+		{1, kMessage, labelSchema}, {2, kMessage, sampleV1Schema}, {3, kMessage, exemplarV1Schema}, {4, kMessage, histogramV1Schema},
+	}}
+	metadataV1Schema = &schema{"prometheus.MetricMetadata", []fieldSpec{
+		{1, kVarint, nil}, {2, kString, nil}, {4, kString, nil}, {5, kString, nil},
+	}}
+	writeRequestSchema = &schema{"prometheus.WriteRequest", []fieldSpec{
+		{1, kMessage, timeSeriesV1Schema}, {3, kMessage, metadataV1Schema},
+	}}
+
+	sampleV2Schema     = &schema{"io.prometheus.write.v2.Sample", []fieldSpec{{1, kFixed64, nil}, {2, kVarint, nil}, {3, kVarint, nil}}}
+	exemplarV2Schema   = &schema{"io.prometheus.write.v2.Exemplar", []fieldSpec{{1, kPackedUint32, nil}, {2, kFixed64, nil}, {3, kVarint, nil}}}
+	histogramV2Schema  = &schema{"io.prometheus.write.v2.Histogram", append(append([]fieldSpec{}, histogramFields...), fieldSpec{17, kVarint, nil})}
+	metadataV2Schema   = &schema{"io.prometheus.write.v2.Metadata", []fieldSpec{{1, kVarint, nil}, {3, kUint32, nil}, {4, kUint32, nil}}}
+	timeSeriesV2Schema = &schema{"io.prometheus.write.v2.TimeSeries", []fieldSpec{
+		{1, kPackedUint32, nil}, {2, kMessage, sampleV2Schema}, {3, kMessage, histogramV2Schema},
+		{4, kMessage, exemplarV2Schema}, {5, kMessage, metadataV2Schema},
+	}}
+	requestV2Schema = &schema{"io.prometheus.write.v2.Request", []fieldSpec{
+		{4, kString, nil}, {5, kMessage, timeSeriesV2Schema},
+	}}
+
+	// Remote read.
+	matcherSchema = &schema{"prometheus.LabelMatcher", []fieldSpec{{1, kVarint, nil}, {2, kString, nil}, {3, kString, nil}}}
+	hintsSchema   = &schema{"prometheus.ReadHints", []fieldSpec{{1, kVarint, nil}, {2, kString, nil}, {3, kVarint, nil}, {4, kVarint, nil}, {5, kString, nil}, {6, kVarint, nil}, {7, kVarint, nil}}}
+	querySchema   = &schema{"prometheus.Query", []fieldSpec{{1, kVarint, nil}, {2, kVarint, nil}, {3, kMessage, matcherSchema}, {4, kMessage, hintsSchema}}}
+	readReqSchema = &schema{"prometheus.ReadRequest", []fieldSpec{{1, kMessage, querySchema}, {2, kPackedVarint, nil}}}
+)
+
+// checkMessage verifies that b is a well-formed s.
+func checkMessage(s *schema, b []byte) error { return s.check(b, 0) }
