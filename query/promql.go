@@ -1,0 +1,406 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/util/annotations"
+
+	"hourglass/chunk"
+	"hourglass/series"
+)
+
+// The Prometheus dialect reads through a storage.Queryable over the same
+// index and scans as OpenTSDB queries: a series is Prometheus' label set
+// {__name__=<metric>, <tag>=<value>...}. A selector's __name__ matchers pick
+// metrics (an equality one metric, a regex set its members, anything else
+// every metric, filtered); its other matchers become series.Matchers that
+// the index answers, literal ones from its postings; the time range becomes
+// the engine's per-salt-bucket scans, merged with the head. Nothing is
+// copied into a second store.
+
+// PromLimits bound what one PromQL query (or one remote-read request)
+// may load from storage, over all its selectors. Zero means the engine's
+// Limits.MaxSeries and Limits.MaxPoints.
+type PromLimits struct {
+	MaxSeries  int
+	MaxSamples int
+}
+
+// MaxPromTimestamp is the latest timestamp the store can hold (ms): row keys
+// hold the hour in 32-bit seconds. Earlier than 0 cannot be stored either.
+const MaxPromTimestamp = int64(math.MaxUint32)*1000 + 999
+
+// Queryable returns a storage.Queryable over e, for the PromQL engine and
+// remote read. It is safe for concurrent use; each Querier counts the
+// series and samples of one query against l.
+func (e *Engine) Queryable(l PromLimits) storage.Queryable {
+	if l.MaxSeries <= 0 {
+		l.MaxSeries = e.limits.MaxSeries
+	}
+	if l.MaxSamples <= 0 {
+		l.MaxSamples = e.limits.MaxPoints
+	}
+	return &promQueryable{e: e, lim: l}
+}
+
+type promQueryable struct {
+	e   *Engine
+	lim PromLimits
+}
+
+func (q *promQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	return &promQuerier{e: q.e, lim: q.lim, mint: mint, maxt: maxt}, nil
+}
+
+// promQuerier answers the selectors of one query. Its Select may be called
+// concurrently.
+type promQuerier struct {
+	e          *Engine
+	lim        PromLimits
+	mint, maxt int64
+
+	mu      sync.Mutex
+	series  int // selected so far
+	samples int // loaded so far
+}
+
+func clampRange(start, end int64) (int64, int64) {
+	return max(start, 0), min(end, MaxPromTimestamp)
+}
+
+// Select returns the series the matchers select, with their samples in the
+// hinted range (the querier's range without hints). Series are always
+// sorted by their labels.
+func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	start, end := q.mint, q.maxt
+	if hints != nil {
+		start, end = max(hints.Start, q.mint), min(hints.End, q.maxt)
+	}
+	start, end = clampRange(start, end)
+	entries, err := q.selectEntries(ms, start, end)
+	if err != nil {
+		return storage.ErrSeriesSet(err)
+	}
+	out := make([]*promSeries, len(entries))
+	for i, en := range entries {
+		out[i] = &promSeries{lbls: promLabels(en.Labels), entry: en}
+	}
+	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].lbls, out[j].lbls) < 0 })
+	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
+		out = out[:hints.Limit]
+	}
+	if hints != nil && hints.Func == "series" {
+		// Labels only (/api/v1/series): no samples are read.
+		return &promSeriesSet{series: out, i: -1}
+	}
+	if err := q.load(ctx, out, start, end); err != nil {
+		return storage.ErrSeriesSet(err)
+	}
+	return &promSeriesSet{series: out, i: -1}
+}
+
+// load reads the samples of ss in [start, end], within the sample budget.
+func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int64) error {
+	if len(ss) == 0 || end < start {
+		return nil
+	}
+	entries := make([]*series.Entry, len(ss))
+	for i, s := range ss {
+		entries[i] = s.entry
+	}
+	sub := *q.e
+	if q.lim.MaxSamples > 0 {
+		q.mu.Lock()
+		left := q.lim.MaxSamples - q.samples
+		q.mu.Unlock()
+		if left <= 0 {
+			return q.samplesError()
+		}
+		sub.limits.MaxPoints = left
+	} else {
+		sub.limits.MaxPoints = 0
+	}
+	read, err := sub.read(ctx, entries, start, end)
+	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return q.samplesError()
+		}
+		return err
+	}
+	n := 0
+	byTSUID := make(map[string][]chunk.Point, len(read))
+	for _, r := range read {
+		byTSUID[string(r.TSUID)] = r.Points
+		n += len(r.Points)
+	}
+	q.mu.Lock()
+	q.samples += n
+	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
+	q.mu.Unlock()
+	if over {
+		return q.samplesError()
+	}
+	for _, s := range ss {
+		s.pts = byTSUID[string(s.entry.TSUID)]
+	}
+	return nil
+}
+
+func (q *promQuerier) samplesError() error {
+	return &LimitError{What: "samples", Limit: q.lim.MaxSamples}
+}
+
+// selectEntries resolves matchers to index entries with data on a day of
+// [start, end], within the series budget. No matchers select nothing.
+func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*series.Entry, error) {
+	if len(ms) == 0 || end < start {
+		return nil, nil
+	}
+	var nameMs []*labels.Matcher
+	var tagMs []series.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		} else {
+			tagMs = append(tagMs, promMatcher{m})
+		}
+	}
+	ix := q.e.head.Index()
+	var out []*series.Entry
+	for _, metric := range metricsFor(ix, nameMs) {
+		out = append(out, ix.Select(metric, tagMs, false, start, end)...)
+		if q.lim.MaxSeries > 0 && len(out) > q.lim.MaxSeries {
+			break
+		}
+	}
+	if q.lim.MaxSeries > 0 {
+		q.mu.Lock()
+		q.series += len(out)
+		over := q.series > q.lim.MaxSeries
+		q.mu.Unlock()
+		if over {
+			return nil, &LimitError{What: "series", Limit: q.lim.MaxSeries}
+		}
+	}
+	return out, nil
+}
+
+// metricsFor returns the metrics whose names satisfy every __name__ matcher.
+func metricsFor(ix *series.Index, nameMs []*labels.Matcher) []string {
+	var cands []string
+	found := false
+	for _, m := range nameMs {
+		if m.Type == labels.MatchEqual {
+			cands, found = []string{m.Value}, true
+			break
+		}
+	}
+	if !found {
+		for _, m := range nameMs {
+			if m.Type == labels.MatchRegexp {
+				if set := m.SetMatches(); len(set) > 0 {
+					cands, found = slices.Compact(slices.Sorted(slices.Values(set))), true
+					break
+				}
+			}
+		}
+	}
+	if !found {
+		cands = ix.Metrics("")
+	}
+	out := cands[:0:0]
+	for _, c := range cands {
+		if c == "" {
+			continue
+		}
+		ok := true
+		for _, m := range nameMs {
+			if !m.Matches(c) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// promMatcher is a Prometheus label matcher as the index takes it: a label
+// a series lacks has the empty value.
+type promMatcher struct{ m *labels.Matcher }
+
+func (p promMatcher) Key() string { return p.m.Name }
+
+func (p promMatcher) Matches(value string, present bool) bool {
+	if !present {
+		value = ""
+	}
+	return p.m.Matches(value)
+}
+
+// Literals lets the index answer equality and regex-set matchers from its
+// postings; matchers that accept the empty value match series without the
+// label and cannot be.
+func (p promMatcher) Literals() ([]string, bool) {
+	switch p.m.Type {
+	case labels.MatchEqual:
+		if p.m.Value != "" {
+			return []string{p.m.Value}, true
+		}
+	case labels.MatchRegexp:
+		set := p.m.SetMatches()
+		if len(set) > 0 && !slices.Contains(set, "") {
+			return set, true
+		}
+	}
+	return nil, false
+}
+
+// promLabels returns the Prometheus labels of a series. A tag that is itself
+// called __name__ (possible over OpenTSDB) yields to the metric.
+func promLabels(l series.Labels) labels.Labels {
+	b := labels.NewScratchBuilder(l.NumTags() + 1)
+	b.Add(labels.MetricName, l.Metric())
+	l.Range(func(k, v string) bool {
+		if k != labels.MetricName {
+			b.Add(k, v)
+		}
+		return true
+	})
+	b.Sort()
+	return b.Labels()
+}
+
+// LabelValues returns the values of the label name among the series the
+// matchers select in the querier's range; without matchers, among every
+// series the index knows (the range is not consulted).
+func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	ix := q.e.head.Index()
+	var vals []string
+	if len(ms) == 0 {
+		if name == labels.MetricName {
+			vals = ix.Metrics("")
+		} else {
+			vals = ix.TagValues("", name)
+		}
+	} else {
+		start, end := clampRange(q.mint, q.maxt)
+		entries, err := q.selectEntries(ms, start, end)
+		if err != nil {
+			return nil, nil, err
+		}
+		set := map[string]struct{}{}
+		for _, e := range entries {
+			if name == labels.MetricName {
+				set[e.Labels.Metric()] = struct{}{}
+			} else if v, ok := e.Labels.Get(name); ok && v != "" {
+				set[v] = struct{}{}
+			}
+		}
+		vals = make([]string, 0, len(set))
+		for v := range set {
+			vals = append(vals, v)
+		}
+		slices.Sort(vals)
+	}
+	if hints != nil && hints.Limit > 0 && len(vals) > hints.Limit {
+		vals = vals[:hints.Limit]
+	}
+	return vals, nil, nil
+}
+
+// LabelNames returns the label names of the series the matchers select
+// (every series without matchers), __name__ included, sorted.
+func (q *promQuerier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	ix := q.e.head.Index()
+	set := map[string]struct{}{}
+	if len(ms) == 0 {
+		if ix.Len() > 0 {
+			set[labels.MetricName] = struct{}{}
+		}
+		for _, k := range ix.TagKeys("") {
+			set[k] = struct{}{}
+		}
+	} else {
+		start, end := clampRange(q.mint, q.maxt)
+		entries, err := q.selectEntries(ms, start, end)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			set[labels.MetricName] = struct{}{}
+			e.Labels.Range(func(k, _ string) bool {
+				set[k] = struct{}{}
+				return true
+			})
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if hints != nil && hints.Limit > 0 && len(names) > hints.Limit {
+		names = names[:hints.Limit]
+	}
+	return names, nil, nil
+}
+
+func (q *promQuerier) Close() error { return nil }
+
+// promSeriesSet is the answer of one Select, already in memory.
+type promSeriesSet struct {
+	series []*promSeries
+	i      int
+}
+
+func (s *promSeriesSet) Next() bool                        { s.i++; return s.i < len(s.series) }
+func (s *promSeriesSet) At() storage.Series                { return s.series[s.i] }
+func (s *promSeriesSet) Err() error                        { return nil }
+func (s *promSeriesSet) Warnings() annotations.Annotations { return nil }
+
+type promSeries struct {
+	lbls  labels.Labels
+	entry *series.Entry
+	pts   []chunk.Point
+}
+
+func (s *promSeries) Labels() labels.Labels { return s.lbls }
+
+// Iterator returns Prometheus' own list iterator over the points: integers
+// written over OpenTSDB read as floats, floats bit for bit (staleness
+// markers included, which the PromQL engine then honours).
+func (s *promSeries) Iterator(chunkenc.Iterator) chunkenc.Iterator {
+	return storage.NewListSeriesIterator(pointList(s.pts))
+}
+
+// pointList presents points as storage.Samples without copying them.
+type pointList []chunk.Point
+
+func (l pointList) Get(i int) chunks.Sample { return pointSample{&l[i]} }
+func (l pointList) Len() int                { return len(l) }
+
+// pointSample is one point as a chunks.Sample; holding only a pointer, it
+// goes into the interface without an allocation.
+type pointSample struct{ p *chunk.Point }
+
+func (s pointSample) T() int64                      { return s.p.T }
+func (s pointSample) ST() int64                     { return 0 }
+func (s pointSample) F() float64                    { return s.p.V.Float() }
+func (s pointSample) H() *histogram.Histogram       { return nil }
+func (s pointSample) FH() *histogram.FloatHistogram { return nil }
+func (s pointSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s pointSample) Copy() chunks.Sample           { c := *s.p; return pointSample{&c} }
