@@ -325,10 +325,12 @@ func hexUpper(b []byte) string {
 func (s *Server) parseTSUID(text string) ([]byte, error) {
 	b, err := hex.DecodeString(text)
 	l := s.head.Layout()
-	if err != nil || len(b) < l.MetricWidth || (len(b)-l.MetricWidth)%(l.TagKWidth+l.TagVWidth) != 0 {
+	pair := l.TagKWidth + l.TagVWidth
+	if err != nil || len(b) < l.MetricWidth || (len(b)-l.MetricWidth)%pair != 0 ||
+		(len(b)-l.MetricWidth)/pair > s.writer.Limits().MaxTags {
 		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid TSUID: " + text,
-			Details: fmt.Sprintf("a TSUID is hex: a %d-byte metric UID then pairs of %d-byte tag key and %d-byte tag value UIDs",
-				l.MetricWidth, l.TagKWidth, l.TagVWidth)}
+			Details: fmt.Sprintf("a TSUID is hex: a %d-byte metric UID then at most %d pairs of %d-byte tag key and %d-byte tag value UIDs",
+				l.MetricWidth, s.writer.Limits().MaxTags, l.TagKWidth, l.TagVWidth)}
 	}
 	return b, nil
 }

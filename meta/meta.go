@@ -8,9 +8,9 @@
 // Rows of the meta table (the table also holds the layout record, row
 // "layout", which no prefix here can produce):
 //
-//	'a' | len(tsuid)[1] | tsuid | start ms[8, BE]   annotation; len 0 is a global annotation
-//	'u' | kind[1] | uid                              UID metadata (kind 0 metric, 1 tagk, 2 tagv)
-//	't' | tsuid                                      time-series metadata
+//	'a' | len(tsuid)[2, BE] | tsuid | start ms[8, BE]   annotation; len 0 is a global annotation
+//	'u' | kind[1] | uid                                  UID metadata (kind 0 metric, 1 tagk, 2 tagv)
+//	't' | tsuid                                          time-series metadata
 //
 // each with one cell, qualifier "j", whose value is the record's JSON. A
 // Store is safe for concurrent use; a read-modify-write of one record (a
@@ -84,8 +84,9 @@ type Annotation struct {
 func (a *Annotation) StartMillis() int64 { return TimestampMillis(a.StartTime) }
 
 func annotationPrefix(tsuid []byte) []byte {
-	b := make([]byte, 0, 2+len(tsuid)+8)
-	return append(append(b, prefixAnnotation, byte(len(tsuid))), tsuid...)
+	b := make([]byte, 0, 3+len(tsuid)+8)
+	b = binary.BigEndian.AppendUint16(append(b, prefixAnnotation), uint16(len(tsuid)))
+	return append(b, tsuid...)
 }
 
 func annotationRow(tsuid []byte, startMs int64) []byte {
@@ -93,7 +94,7 @@ func annotationRow(tsuid []byte, startMs int64) []byte {
 }
 
 func checkTSUID(tsuid []byte) error {
-	if len(tsuid) > 255 {
+	if len(tsuid) > math.MaxUint16 {
 		return fmt.Errorf("meta: a tsuid of %d bytes is too long", len(tsuid))
 	}
 	return nil
@@ -191,14 +192,14 @@ func (s *Store) Annotations(ctx context.Context, tsuids [][]byte, startMs, endMs
 	var out []Annotation
 	var derr error
 	err := s.st.Scan(ctx, store.TableMeta, ranges, func(c store.Cell) bool {
-		if string(c.Qualifier) != string(qualJSON) || len(c.Row) < 2 {
+		if string(c.Qualifier) != string(qualJSON) || len(c.Row) < 3 {
 			return true
 		}
-		n := int(c.Row[1])
-		if len(c.Row) != 2+n+8 {
+		n := int(binary.BigEndian.Uint16(c.Row[1:3]))
+		if len(c.Row) != 3+n+8 {
 			return true
 		}
-		a, err := decodeAnnotation(c.Row[2:2+n], c.Value)
+		a, err := decodeAnnotation(c.Row[3:3+n], c.Value)
 		if err != nil {
 			derr = err
 			return false
@@ -218,7 +219,7 @@ func (s *Store) Annotations(ctx context.Context, tsuids [][]byte, startMs, endMs
 func (s *Store) SeriesAnnotations(ctx context.Context, tsuids [][]byte, startMs, endMs int64, limit int) ([]Annotation, error) {
 	s.seriesOnce.Do(func() {
 		// Any row 'a' | n>0 | ... means a series annotation exists.
-		r := store.KeyRange{Start: []byte{prefixAnnotation, 1}, End: []byte{prefixAnnotation + 1}}
+		r := store.KeyRange{Start: []byte{prefixAnnotation, 0, 1}, End: []byte{prefixAnnotation + 1}}
 		s.seriesErr = s.st.Scan(ctx, store.TableMeta, []store.KeyRange{r}, func(store.Cell) bool {
 			s.seriesNotes.Store(true)
 			return false
