@@ -535,6 +535,39 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("bad input is never a 5xx", func(t *testing.T) {
+		paths := []string{"/api/put", "/api/query", "/api/query/last", "/api/suggest", "/api/search/lookup",
+			"/api/uid/assign", "/api/uid/uidmeta", "/api/uid/tsmeta", "/api/uid/rename", "/api/annotation",
+			"/api/annotations", "/api/annotation/bulk", "/api/aggregators", "/api/config", "/api/config/filters",
+			"/api/stats", "/api/version", "/api/search/tsmeta"}
+		queries := []string{"", "?start=x", "?m=" + url.QueryEscape("sum:{}{}"), "?tsuid=sum:0", "?type=tagv&max=-1",
+			"?m=" + url.QueryEscape("{=}") + "&limit=-5", "?uid=%00&type=tagk", "?tsuid=00&m=x", "?start_time=-1",
+			"?start_time=1&tsuid=" + strings.Repeat("00", 300), "?timeseries=" + url.QueryEscape("a{b=c,b=d}") + "&back_scan=99999999",
+			"?metric=" + strings.Repeat("x", 300), "?start=0&m=sum:0all-sum:rate:x", "?start=1&end=2&m=" + url.QueryEscape("p999:1nc-ep99r7-nan:x{a=regexp(()}"),
+			"?tagk=a&name=b", "?global&start_time=1h-ago&tsuids=,,"}
+		bodies := []string{"", "{", "[]", "null", "0", `"x"`, `{"start":1,"queries":[{"aggregator":"sum","tsuids":["zz"]}]}`,
+			`{"start":-1,"queries":[{"aggregator":"sum","metric":"x","downsample":"0all-none"}]}`,
+			`[{"startTime":1e30,"tsuid":""}]`, `{"uid":"","type":"tagv"}`, `{"tsuid":"00","max":[1]}`,
+			`{"queries":[{"metric":"sys.mem","tags":{"":""}}],"backScan":-3}`, `{"metric":["a",1,null],"tagv":{}}`,
+			`{"type":"metrics","q":null,"max":1e99}`, `{"tsuids":["` + strings.Repeat("A", 1000) + `"],"startTime":"1"}`}
+		for _, p := range paths {
+			for _, q := range queries {
+				for _, m := range []string{"GET", "DELETE"} {
+					if code, _, b := call(t, s, m, p+q, nil); code >= 500 {
+						t.Fatalf("%s %s%s: %d %s", m, p, q, code, b)
+					}
+				}
+			}
+			for _, b := range bodies {
+				for _, m := range []string{"POST", "PUT", "DELETE"} {
+					if code, _, resp := call(t, s, m, p, []byte(b)); code >= 500 {
+						t.Fatalf("%s %s %s: %d %s", m, p, b, code, resp)
+					}
+				}
+			}
+		}
+	})
+
 	t.Run("routing, versions, method override, jsonp, gzip, CORS", func(t *testing.T) {
 		wantError(t, s, 404, "GET", "/api/nosuch", nil, "Endpoint not found")
 		wantError(t, s, 404, "GET", "/api/v1/nosuch", nil, "Endpoint not found")
@@ -544,6 +577,17 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		wantError(t, s, 404, "GET", "/api/serializers", nil, "Endpoint not found")
 		for _, p := range []string{"/api/v1/aggregators", "/api/v0/aggregators", "/api/aggregators/", "/API/Aggregators", "/api/v1/config/filters", "/api/v1/query/last?timeseries=sys.mem"} {
 			want(t, s, 200, "GET", p, nil)
+		}
+		// Verbs each endpoint does not take.
+		for _, c := range []struct{ method, path string }{
+			{"GET", "/api/put"}, {"PUT", "/api/query"}, {"DELETE", "/api/query/last"}, {"PUT", "/api/suggest"},
+			{"DELETE", "/api/search/lookup"}, {"PUT", "/api/uid/assign"}, {"PATCH", "/api/uid/uidmeta"},
+			{"PATCH", "/api/uid/tsmeta"}, {"PUT", "/api/uid/rename"}, {"PATCH", "/api/annotation"},
+			{"GET", "/api/annotation/bulk"}, {"DELETE", "/api/aggregators"}, {"PUT", "/api/config"},
+			{"DELETE", "/api/config/filters"}, {"POST", "/api/dropcaches"}, {"PUT", "/api/version"},
+			{"DELETE", "/api/stats"}, {"PUT", "/api/stats/query"}, {"PUT", "/api/v1/version"},
+		} {
+			wantError(t, s, 405, c.method, c.path, nil, "Method not allowed")
 		}
 		// method_override on a GET.
 		want(t, s, 405, "GET", "/api/dropcaches?method_override=post", nil)
