@@ -236,7 +236,10 @@ func (t *Table) assign(ctx context.Context, dst []byte, k Kind, name string) ([]
 		return dst, fmt.Errorf("uid: %w for %s on %d bytes (assigning %q)", ErrFull, k, width, name)
 	}
 	id := rowkey.AppendUID(nil, uint64(n), width)
-	if err := t.st.Write(ctx, store.TableUID, []store.Mutation{{Row: reverseRow(k, id), Qualifier: qualName, Value: []byte(name)}}); err != nil {
+	// The counter gave this UID to us alone, so the reverse entry is absent;
+	// put-if-absent keeps assignment to the two atomic operations, which the
+	// store may make durable lazily (see store.Store).
+	if _, _, err := t.st.PutIfAbsent(ctx, store.TableUID, reverseRow(k, id), qualName, []byte(name)); err != nil {
 		return dst, fmt.Errorf("uid: assigning %s %q: %w", k, name, err)
 	}
 	written, existing, err := t.st.PutIfAbsent(ctx, store.TableUID, forwardRow(k, name), qualID, id)
