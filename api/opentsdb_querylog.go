@@ -21,7 +21,7 @@ type queryLog struct {
 }
 
 type runningQuery struct {
-	query     *opentsdb.QueryRequest
+	query     map[string]any // the request, copied when the query began
 	remote    string
 	headers   map[string]string
 	started   time.Time
@@ -49,7 +49,7 @@ func (l *queryLog) begin(r *http.Request, q *opentsdb.QueryRequest) *runningQuer
 		}
 		h[k] = val
 	}
-	rq := &runningQuery{query: q, remote: r.RemoteAddr, headers: h, started: time.Now()}
+	rq := &runningQuery{query: queryJSON(q), remote: r.RemoteAddr, headers: h, started: time.Now()}
 	l.mu.Lock()
 	l.running[rq] = struct{}{}
 	l.mu.Unlock()
@@ -76,20 +76,24 @@ func (l *queryLog) end(rq *runningQuery, code int, err error, stats []byte) {
 	l.next = (l.next + 1) % l.size
 }
 
+// queryJSON is the request as /api/stats/query shows it.
+func queryJSON(q *opentsdb.QueryRequest) map[string]any {
+	sub := make([]json.RawMessage, len(q.Queries))
+	for i := range q.Queries {
+		sub[i] = q.Queries[i].AppendJSON(nil)
+	}
+	return map[string]any{
+		"start": q.Start, "end": nilIfEmpty(q.End), "timezone": nilIfEmpty(q.Timezone),
+		"queries": sub, "msResolution": q.MsResolution, "showTSUIDs": q.ShowTSUIDs,
+		"showQuery": q.ShowQuery, "showStats": q.ShowStats, "showSummary": q.ShowSummary,
+		"noAnnotations": q.NoAnnotations, "globalAnnotations": q.GlobalAnnotations,
+		"delete": q.Delete, "useCalendar": q.UseCalendar,
+	}
+}
+
 func (rq *runningQuery) json(running int, now time.Time) map[string]any {
-	sub := make([]json.RawMessage, len(rq.query.Queries))
-	for i := range rq.query.Queries {
-		sub[i] = rq.query.Queries[i].AppendJSON(nil)
-	}
-	q := map[string]any{
-		"start": rq.query.Start, "end": nilIfEmpty(rq.query.End), "timezone": nilIfEmpty(rq.query.Timezone),
-		"queries": sub, "msResolution": rq.query.MsResolution, "showTSUIDs": rq.query.ShowTSUIDs,
-		"showQuery": rq.query.ShowQuery, "showStats": rq.query.ShowStats, "showSummary": rq.query.ShowSummary,
-		"noAnnotations": rq.query.NoAnnotations, "globalAnnotations": rq.query.GlobalAnnotations,
-		"delete": rq.query.Delete, "useCalendar": rq.query.UseCalendar,
-	}
 	out := map[string]any{
-		"query": q, "remote": rq.remote, "user": nil, "requestHeaders": rq.headers,
+		"query": rq.query, "remote": rq.remote, "user": nil, "requestHeaders": rq.headers,
 		"queryStartTimestamp": rq.started.UnixMilli(), "numRunningQueries": running, "executed": 1,
 	}
 	if rq.completed.IsZero() {

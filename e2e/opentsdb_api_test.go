@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -532,6 +533,46 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		// The names still resolve after the caches went.
 		if got := string(want(t, s, 200, "GET", "/api/suggest?type=metrics&q=sys.mem", nil)); got != `["sys.mem"]` {
 			t.Fatalf("after dropcaches: %s", got)
+		}
+	})
+
+	t.Run("concurrent queries, puts and stats", func(t *testing.T) {
+		done := make(chan error, 12)
+		for g := 0; g < 12; g++ {
+			go func(g int) {
+				var err error
+				for i := 0; i < 20 && err == nil; i++ {
+					var req *http.Request
+					switch g % 3 {
+					case 0:
+						req, _ = http.NewRequest("POST", s.url+"/api/query?show_summary", strings.NewReader(fmt.Sprintf(
+							`{"start":%d,"end":%d,"showSummary":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","downsample":"10s-avg"}]}`, t0, t0+3600)))
+					case 1:
+						req, _ = http.NewRequest("GET", s.url+"/api/stats/query", nil)
+					default:
+						req, _ = http.NewRequest("POST", s.url+"/api/put", strings.NewReader(arr(dp("conc.m", t0+int64(i), fmt.Sprint(g), "g", fmt.Sprint(g)))))
+					}
+					resp, e := client.Do(req)
+					if e != nil {
+						err = e
+						break
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode >= 300 {
+						err = fmt.Errorf("%s %s: %d", req.Method, req.URL, resp.StatusCode)
+					}
+				}
+				done <- err
+			}(g)
+		}
+		for g := 0; g < 12; g++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Contains(s.logs.String(), "DATA RACE") {
+			t.Fatalf("the server reported a data race:\n%s", s.logs.String())
 		}
 	})
 
