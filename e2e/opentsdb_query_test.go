@@ -398,6 +398,13 @@ func TestOpenTSDBQuerySemantics(t *testing.T) {
 		if rs := queryGET(t, s, "start=1h-ago&m=sum:ds.m"); len(rs) != 0 {
 			t.Fatalf("1h-ago: %+v", rs)
 		}
+		// The GET form: timezone (which 2.4.1 ignores there), and every flag.
+		rs = queryGET(t, s, fmt.Sprintf("start=%s&end=%d&timezone=Asia/Tokyo&m=%s", url.QueryEscape("2023/11/15"), t0+3599, url.QueryEscape("sum:1dc-sum:ds.m")))
+		checkPoints(t, "GET timezone", single(t, "", rs).points(t), pts{1699974000: 231})
+		rs = queryGET(t, s, fmt.Sprintf("start=%d&end=%d&m=sum:ds.m&show_query&show_stats&show_summary&no_annotations&global_annotations", t0, end))
+		if len(rs) != 2 || rs[0].Query["metric"] != "ds.m" || rs[0].Stats == nil || rs[1].StatsSummary == nil {
+			t.Fatalf("GET flags: %+v", rs)
+		}
 		// The GET form, with ms and show_tsuids.
 		rs = queryGET(t, s, fmt.Sprintf("start=%d&end=%d&m=sum:1m-max:ds.m&ms&show_tsuids&arrays", t0, t0+179))
 		checkPoints(t, "GET ms", single(t, "", rs).points(t), pts{t0 * 1000: 6, (t0 + 120) * 1000: 60})
