@@ -18,6 +18,7 @@
 #   -concurrency N  queries in flight (default 4)
 #   -only LIST      systems to run, comma-separated, of hg-fsync,hg-interval,vm,prom (default: all given)
 #   -dialects LIST  write dialects, comma-separated (default: every one each system speaks)
+#   -keep-data      keep each run's data directory (default: removed once measured)
 #
 # The peers are not part of this repository and this script neither fetches
 # nor builds them. Build them yourself from their public sources, outside
@@ -40,7 +41,7 @@ set -euo pipefail
 
 VM_BIN="" PROM_BIN="" OUT=/tmp/hourglass-compare
 SERIES=5000 STEPS=8640 INTERVAL=10s WORKERS=4 BATCH=5000 QUERIES=250 CONCURRENCY=4
-ONLY="" DIALECTS=""
+ONLY="" DIALECTS="" KEEP=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -vm) VM_BIN=$2; shift 2 ;;
@@ -55,6 +56,7 @@ while [ $# -gt 0 ]; do
     -concurrency) CONCURRENCY=$2; shift 2 ;;
     -only) ONLY=$2; shift 2 ;;
     -dialects) DIALECTS=$2; shift 2 ;;
+    -keep-data) KEEP=1; shift ;;
     -h|-help|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see -help)" >&2; exit 2 ;;
   esac
@@ -192,7 +194,12 @@ run_system() {
       fi
     fi
     stop_server
-    local bytes; bytes=$(du -sb "$dir" | cut -f1)
+    # Bytes on disk: the files' sizes (du -b). Preallocated space shows in
+    # the allocated figure (du -k), logged beside it.
+    local bytes alloc; bytes=$(du -sb "$dir" | cut -f1); alloc=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
+    printf '%s\t%s\t%s\t%s\n' "$name" "$d" "$bytes" "$alloc" >> "$OUT/reports/disk.tsv"
+    echo "   data directory after stop: $bytes bytes in files, $alloc allocated"
+    [ -n "$KEEP" ] || rm -rf "$dir"
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$d" "$tag.write.json" "$qrep" "$bytes" >> "$RUNS"
   done
   if [ -f "$RUNS.extra" ]; then cat "$RUNS.extra" >> "$RUNS"; rm "$RUNS.extra"; fi

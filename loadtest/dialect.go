@@ -210,8 +210,7 @@ func appendTimestamp(dst []byte, ms int64) []byte {
 }
 
 // appendPutJSON appends an /api/put body: a JSON array of data points.
-// Names are plain (the generator's character set needs no escaping), but
-// they are quoted properly all the same.
+// Names are quoted as JSON strings.
 func appendPutJSON(dst []byte, pts []Point) ([]byte, error) {
 	dst = append(dst, '[')
 	for i, p := range pts {
@@ -219,7 +218,7 @@ func appendPutJSON(dst []byte, pts []Point) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"metric":`...)
-		dst = strconv.AppendQuote(dst, p.S.Metric)
+		dst = appendJSONString(dst, p.S.Metric)
 		dst = append(dst, `,"timestamp":`...)
 		dst = appendTimestamp(dst, p.T)
 		dst = append(dst, `,"value":`...)
@@ -229,13 +228,28 @@ func appendPutJSON(dst []byte, pts []Point) ([]byte, error) {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = strconv.AppendQuote(dst, t.Key)
+			dst = appendJSONString(dst, t.Key)
 			dst = append(dst, ':')
-			dst = strconv.AppendQuote(dst, t.Value)
+			dst = appendJSONString(dst, t.Value)
 		}
 		dst = append(dst, "}}"...)
 	}
 	return append(dst, ']'), nil
+}
+
+// appendJSONString appends s as a JSON string: as it is when it is plain
+// printable ASCII without quote or backslash (every name the generator
+// makes), through encoding/json's rules otherwise.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // appendTelnet appends "put" lines.

@@ -489,3 +489,13 @@ func TestWriteStopsAtDuration(t *testing.T) {
 		t.Fatal("a run with no duration bound was accepted")
 	}
 }
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain-name_1.2/x", `q"uote`, `back\slash`, "tab\there", "ünïcode", "\x7f", "\u2028"} {
+		got := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || back != s {
+			t.Errorf("appendJSONString(%q) = %s: reads back as %q, %v", s, got, back, err)
+		}
+	}
+}
