@@ -68,6 +68,9 @@ type Config struct {
 	// value match nothing instead of failing the query (OpenTSDB's
 	// tsd.query.skip_unresolved_tagvs).
 	SkipUnresolvedTagVs bool
+
+	// Prom holds the limits of the Prometheus dialect (prom_config.go).
+	Prom PromConfig
 }
 
 func (c *Config) fill() {

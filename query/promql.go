@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
@@ -133,10 +134,15 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	read, err := sub.read(ctx, entries, start, end)
 	if err != nil {
 		var le *LimitError
-		if errors.As(err, &le) {
+		switch {
+		case errors.As(err, &le):
 			return q.samplesError()
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return err
 		}
-		return err
+		// The PromQL API answers a storage error as "internal" (500), or
+		// "unavailable" when the storage asks for a retry.
+		return promql.ErrStorage{Err: err}
 	}
 	n := 0
 	byTSUID := make(map[string][]chunk.Point, len(read))

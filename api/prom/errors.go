@@ -43,9 +43,9 @@ func (e *RequestError) Error() string { return e.Reason }
 // maxRendered bounds the rendering of a series in an error message.
 const maxRendered = 1024
 
-// renderLabels writes labels as Prometheus prints a label set, names that
+// FormatLabels writes labels as Prometheus prints a label set, names that
 // are not legacy identifiers quoted, values always quoted.
-func renderLabels(ls []Label) string {
+func FormatLabels(ls []Label) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, l := range ls {

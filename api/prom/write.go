@@ -470,7 +470,7 @@ func (d *Decoder) finish(s *Series) {
 		reason = validateLabels(s)
 	}
 	if reason != "" {
-		s.Err = &SeriesError{Index: s.Index, Labels: renderLabels(s.Labels), Reason: reason}
+		s.Err = &SeriesError{Index: s.Index, Labels: FormatLabels(s.Labels), Reason: reason}
 	}
 }
 

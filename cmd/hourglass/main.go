@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	_ "time/tzdata" // query time zones work on machines without a zoneinfo database
 
 	"hourglass/internal/app"
@@ -68,6 +69,16 @@ func run(args []string) error {
 	fs.StringVar(&cfg.API.CORSDomains, "cors-domains", "", `origins allowed to call the OpenTSDB API from a browser: "*" or a comma-separated list ("" sends no CORS headers)`)
 	fs.StringVar(&cfg.API.CORSHeaders, "cors-headers", "", "Access-Control-Allow-Headers for CORS replies (default OpenTSDB's list)")
 	fs.BoolVar(&cfg.API.SkipUnresolvedTagVs, "skip-unresolved-tagvs", false, "a literal_or filter value that names no tag value matches nothing instead of failing the query")
+	fs.Int64Var(&cfg.API.Prom.WriteMaxDecodedBytes, "prom-write-max-decoded-bytes", 64<<20, "bytes of a remote-write body once decompressed (413 past it)")
+	fs.Int64Var(&cfg.API.Prom.WriteMaxInflightBytes, "prom-write-max-inflight-bytes", 256<<20, "bytes of the remote-write requests handled at once, past which requests get 429 and Retry-After")
+	fs.IntVar(&cfg.API.Prom.WriteMaxInflightRequests, "prom-write-max-inflight-requests", 256, "remote-write requests handled at once, past which requests get 429 and Retry-After")
+	fs.DurationVar(&cfg.API.Prom.RetryAfter, "prom-write-retry-after", 2*time.Second, "Retry-After of a remote-write request shed with 429")
+	fs.Int64Var(&cfg.API.Prom.ReadMaxDecodedBytes, "prom-read-max-decoded-bytes", 4<<20, "bytes of a remote-read request once decompressed")
+	fs.IntVar(&cfg.API.Prom.ReadMaxBytesInFrame, "prom-read-max-bytes-in-frame", 1<<20, "bytes of one frame of a streamed remote-read answer")
+	fs.IntVar(&cfg.API.Prom.MaxSamples, "prom-query-max-samples", 50_000_000, "samples one PromQL query may hold in memory, and one query or remote read may load")
+	fs.IntVar(&cfg.API.Prom.MaxSeries, "prom-query-max-series", 0, "series one PromQL query or remote read may select (0: -query-max-series)")
+	fs.DurationVar(&cfg.API.Prom.LookbackDelta, "prom-lookback-delta", 5*time.Minute, "how far back a PromQL instant selector looks for a sample")
+	fs.IntVar(&cfg.API.Prom.MaxMetadata, "prom-max-metadata", 100_000, "metrics whose remote-write metadata /api/v1/metadata keeps")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {

@@ -1,0 +1,720 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"github.com/prometheus/prometheus/storage/remote"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"hourglass/ingest"
+	"hourglass/query"
+	"hourglass/rowkey"
+	"hourglass/series"
+	"hourglass/series/wal"
+	"hourglass/store/pebble"
+	"hourglass/uid"
+)
+
+// promServer is a whole server in process, over a Pebble store.
+type promServer struct {
+	t   *testing.T
+	srv *Server
+	h   http.Handler
+}
+
+func newPromServer(t *testing.T, mod func(*Config)) *promServer {
+	t.Helper()
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		head.Close()
+		st.Close()
+	})
+	cfg := Config{}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := New(cfg, head, ingest.NewWriter(head, ingest.Limits{}), query.NewEngine(head, query.Limits{}), prometheus.NewRegistry(), quiet)
+	return &promServer{t: t, srv: srv, h: srv.Handler()}
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (ps *promServer) do(method, path string, hdr map[string]string, body []byte) reply {
+	ps.t.Helper()
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	ps.h.ServeHTTP(rec, req)
+	return reply{rec.Code, rec.Header(), rec.Body.Bytes()}
+}
+
+var v1Headers = map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "0.1.0"}
+var v2Headers = map[string]string{"Content-Type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "2.0.0"}
+
+func (ps *promServer) writeV1(req *prompb.WriteRequest) reply {
+	ps.t.Helper()
+	b, err := req.Marshal()
+	if err != nil {
+		ps.t.Fatal(err)
+	}
+	return ps.do("POST", "/api/v1/write", v1Headers, snappy.Encode(nil, b))
+}
+
+func (ps *promServer) writeV2(req *writev2.Request) reply {
+	ps.t.Helper()
+	b, err := req.Marshal()
+	if err != nil {
+		ps.t.Fatal(err)
+	}
+	return ps.do("POST", "/api/v1/write", v2Headers, snappy.Encode(nil, b))
+}
+
+// apiResp is the envelope of the query API.
+type apiResp struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+}
+
+func (ps *promServer) api(method, path string, form url.Values) (int, apiResp) {
+	ps.t.Helper()
+	var r reply
+	if method == "POST" {
+		r = ps.do("POST", path, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte(form.Encode()))
+	} else {
+		if len(form) > 0 {
+			path += "?" + form.Encode()
+		}
+		r = ps.do("GET", path, nil, nil)
+	}
+	var ar apiResp
+	if err := json.Unmarshal(r.body, &ar); err != nil {
+		ps.t.Fatalf("%s %s: %d, not JSON: %s", method, path, r.code, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		ps.t.Errorf("%s %s: Content-Type %q", method, path, ct)
+	}
+	return r.code, ar
+}
+
+// vectorResult decodes an instant vector into metric → value string.
+func vectorResult(t *testing.T, ar apiResp) map[string]string {
+	t.Helper()
+	var d struct {
+		ResultType string `json:"resultType"`
+		Result     []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(ar.Data, &d); err != nil || d.ResultType != "vector" {
+		t.Fatalf("not a vector: %s (%v)", ar.Data, err)
+	}
+	out := map[string]string{}
+	for _, r := range d.Result {
+		out[labels.FromMap(r.Metric).String()] = r.Value[1].(string)
+	}
+	return out
+}
+
+const t0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
+
+func TestPromGrafanaHealthCheck(t *testing.T) {
+	ps := newPromServer(t, nil)
+	want := `{"status":"success","data":{"resultType":"scalar","result":[4,"2"]}}`
+	for _, method := range []string{"GET", "POST"} {
+		form := url.Values{"query": {"1+1"}, "time": {"4"}}
+		var r reply
+		if method == "GET" {
+			r = ps.do("GET", "/api/v1/query?"+form.Encode(), nil, nil)
+		} else {
+			r = ps.do("POST", "/api/v1/query", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte(form.Encode()))
+		}
+		if r.code != 200 || string(r.body) != want {
+			t.Errorf("%s: %d %s, want 200 %s", method, r.code, r.body, want)
+		}
+	}
+}
+
+func TestPromWriteV1AndQuery(t *testing.T) {
+	ps := newPromServer(t, nil)
+	var samples []prompb.Sample
+	for i := 0; i < 5; i++ {
+		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*15000, Value: float64(i) * 1.5})
+	}
+	r := ps.writeV1(&prompb.WriteRequest{
+		Timeseries: []prompb.TimeSeries{
+			{Labels: []prompb.Label{{Name: "job", Value: "node exporter"}, {Name: "__name__", Value: "node.load1"}, {Name: "empty", Value: ""}}, Samples: samples},
+		},
+		Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_GAUGE, MetricFamilyName: "node.load1", Help: "1m load <avg>.", Unit: ""}},
+	})
+	if r.code != http.StatusNoContent || len(r.body) != 0 {
+		t.Fatalf("write: %d %s", r.code, r.body)
+	}
+	for _, h := range []string{"X-Prometheus-Remote-Write-Samples-Written", "X-Prometheus-Remote-Write-Histograms-Written", "X-Prometheus-Remote-Write-Exemplars-Written"} {
+		if r.header.Get(h) != "" {
+			t.Errorf("a 1.0 request got %s", h)
+		}
+	}
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {`{"node.load1"}`}, "time": {strconv.FormatInt(t0/1000+60, 10)}})
+	if code != 200 {
+		t.Fatalf("query: %d %+v", code, ar)
+	}
+	got := vectorResult(t, ar)
+	if v := got[`{__name__="node.load1", job="node exporter"}`]; v != "6" || len(got) != 1 {
+		t.Fatalf("query result %v", got)
+	}
+	// A range query: values as strings, timestamps as seconds.
+	code, ar = ps.api("POST", "/api/v1/query_range", url.Values{"query": {`{__name__="node.load1"}`},
+		"start": {strconv.FormatInt(t0/1000, 10)}, "end": {strconv.FormatInt(t0/1000+30, 10)}, "step": {"15"}})
+	if code != 200 {
+		t.Fatalf("query_range: %d %+v", code, ar)
+	}
+	wantData := `{"resultType":"matrix","result":[{"metric":{"__name__":"node.load1","job":"node exporter"},"values":[[1767225600,"0"],[1767225615,"1.5"],[1767225630,"3"]]}]}`
+	if string(ar.Data) != wantData {
+		t.Errorf("query_range data\n%s\nwant\n%s", ar.Data, wantData)
+	}
+	// Metadata from the 1.0 request.
+	code, ar = ps.api("GET", "/api/v1/metadata", nil)
+	if want := `{"node.load1":[{"type":"gauge","help":"1m load \u003cavg\u003e.","unit":""}]}`; code != 200 || string(ar.Data) != want {
+		t.Errorf("metadata: %d %s, want %s", code, ar.Data, want)
+	}
+}
+
+func TestPromWriteV2(t *testing.T) {
+	ps := newPromServer(t, nil)
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total", "path", "/a b\n"), nil),
+			Samples:  []writev2.Sample{{Value: 1, Timestamp: t0}, {Value: 3, Timestamp: t0 + 15000}},
+			Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_COUNTER, HelpRef: st.Symbolize("Requests."), UnitRef: st.Symbolize("requests")}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "temp"), nil),
+			Samples: []writev2.Sample{{Value: math.Float64frombits(value.StaleNaN), Timestamp: t0}}},
+	}}
+	req.Symbols = st.Symbols()
+	r := ps.writeV2(req)
+	if r.code != http.StatusNoContent {
+		t.Fatalf("write: %d %s", r.code, r.body)
+	}
+	for h, want := range map[string]string{hdrSamplesWritten: "3", hdrHistogramsWritten: "0", hdrExemplarsWritten: "0"} {
+		if got := r.header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+	code, ar := ps.api("GET", "/api/v1/metadata", url.Values{"metric": {"requests_total"}})
+	if want := `{"requests_total":[{"type":"counter","help":"Requests.","unit":"requests"}]}`; code != 200 || string(ar.Data) != want {
+		t.Errorf("metadata: %s, want %s", ar.Data, want)
+	}
+}
+
+func TestPromWriteRejects(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxDecodedBytes = 1 << 16 })
+	good := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "good"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}
+	marshal := func(r *prompb.WriteRequest) []byte {
+		b, _ := r.Marshal()
+		return snappy.Encode(nil, b)
+	}
+	goodBody := marshal(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good}})
+	// A snappy header claiming 1 GiB, with no data behind it.
+	hugeClaim := append([]byte{0x80, 0x80, 0x80, 0x80, 0x04}, 0, 0, 0)
+	big := make([]byte, 1<<17)
+	for _, tc := range []struct {
+		name    string
+		hdr     map[string]string
+		method  string
+		body    []byte
+		code    int
+		bodyHas string
+	}{
+		{"json content type", map[string]string{"Content-Type": "application/json", "Content-Encoding": "snappy"}, "POST", goodBody, 415, "Content-Type"},
+		{"unknown proto", map[string]string{"Content-Type": "application/x-protobuf;proto=io.prometheus.write.v9.Request", "Content-Encoding": "snappy"}, "POST", goodBody, 415, "unknown proto"},
+		{"gzip", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, "POST", goodBody, 415, "Content-Encoding"},
+		{"decoded size claimed over the limit", v1Headers, "POST", hugeClaim, 413, "decodes to 1073741824 bytes"},
+		{"decoded size over the limit", v1Headers, "POST", snappy.Encode(nil, big), 413, "more than the limit of 65536"},
+		{"not snappy", v1Headers, "POST", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 400, "snappy"},
+		{"corrupt snappy", v1Headers, "POST", []byte{0x10, 0x00}, 400, "snappy"},
+		{"malformed protobuf", v1Headers, "POST", snappy.Encode(nil, []byte{0x0a, 0x7f, 0x01}), 400, "nothing written: malformed"},
+		{"get", v1Headers, "GET", nil, 405, "Method Not Allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ps.do(tc.method, "/api/v1/write", tc.hdr, tc.body)
+			if r.code != tc.code || !strings.Contains(string(r.body), tc.bodyHas) {
+				t.Fatalf("%d %q, want %d with %q", r.code, r.body, tc.code, tc.bodyHas)
+			}
+		})
+	}
+}
+
+func TestPromWriteInvalidSeries(t *testing.T) {
+	ps := newPromServer(t, nil)
+	lbl := func(kv ...string) []prompb.Label {
+		var out []prompb.Label
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, prompb.Label{Name: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	one := []prompb.Sample{{Timestamp: t0, Value: 7}}
+	for _, tc := range []struct {
+		name  string
+		bad   prompb.TimeSeries
+		inMsg string
+	}{
+		{"no name", prompb.TimeSeries{Labels: lbl("job", "x"), Samples: one}, `invalid series #1 {job="x"}: no __name__`},
+		{"empty label name", prompb.TimeSeries{Labels: lbl("__name__", "m", "", "x"), Samples: one}, "empty label name"},
+		{"duplicate label", prompb.TimeSeries{Labels: lbl("__name__", "m", "a", "1", "a", "2"), Samples: one}, `duplicate label name "a"`},
+		{"negative timestamp", prompb.TimeSeries{Labels: lbl("__name__", "m"), Samples: []prompb.Sample{{Timestamp: -1, Value: 1}}}, "outside the range"},
+		{"too many tags", prompb.TimeSeries{Labels: append(lbl("__name__", "m"), manyLabels(40)...), Samples: one}, "more than the limit of 32"},
+		{"long value", prompb.TimeSeries{Labels: lbl("__name__", "m", "a", strings.Repeat("x", 300)), Samples: one}, "more than 256 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "good_" + strings.ReplaceAll(tc.name, " ", "_")
+			good := prompb.TimeSeries{Labels: lbl("__name__", name), Samples: one}
+			r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{good, tc.bad, good}})
+			if r.code != 400 || !strings.Contains(string(r.body), tc.inMsg) {
+				t.Fatalf("%d %q, want 400 naming %q", r.code, r.body, tc.inMsg)
+			}
+			code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {name}, "time": {strconv.FormatInt(t0/1000, 10)}})
+			if code != 200 || vectorResult(t, ar)[`{__name__="`+name+`"}`] != "7" {
+				t.Fatalf("the valid series of a rejected request must be stored: %d %s", code, ar.Data)
+			}
+		})
+	}
+}
+
+func manyLabels(n int) []prompb.Label {
+	var out []prompb.Label
+	for i := 0; i < n; i++ {
+		out = append(out, prompb.Label{Name: "l" + strconv.Itoa(i), Value: "v"})
+	}
+	return out
+}
+
+func TestPromWriteV2HistogramsAndExemplarsRejected(t *testing.T) {
+	ps := newPromServer(t, nil)
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "latency_seconds"), nil),
+			Histograms: []writev2.Histogram{writev2.FromFloatHistogram(0, t0, &histogram.FloatHistogram{Count: 2, Sum: 1})}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total"), nil),
+			Samples:   []writev2.Sample{{Value: 5, Timestamp: t0}},
+			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "abc"), nil), Value: 5, Timestamp: t0}}},
+	}}
+	req.Symbols = st.Symbols()
+	r := ps.writeV2(req)
+	if r.code != 400 || !strings.Contains(string(r.body), "native histogram") {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	if r.header.Get(hdrSamplesWritten) != "1" || r.header.Get(hdrHistogramsWritten) != "0" || r.header.Get(hdrExemplarsWritten) != "0" {
+		t.Fatalf("written headers %v", r.header)
+	}
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(t0/1000, 10)}})
+	if code != 200 || vectorResult(t, ar)[`{__name__="requests_total"}`] != "5" {
+		t.Fatalf("the float sample must be stored: %s", ar.Data)
+	}
+}
+
+func TestPromWriteSheds(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxInflightBytes = 1000 })
+	body := snappy.Encode(nil, mustMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels: []prompb.Label{{Name: "__name__", Value: "slow"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}}}))
+	// Request A announces 900 bytes and sends them slowly.
+	pr, pw := io.Pipe()
+	reqA := httptest.NewRequest("POST", "/api/v1/write", pr)
+	reqA.ContentLength = 900
+	for k, v := range v1Headers {
+		reqA.Header.Set(k, v)
+	}
+	recA := httptest.NewRecorder()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); ps.h.ServeHTTP(recA, reqA) }()
+	if _, err := pw.Write(body[:1]); err != nil { // returns once A is reading: it holds its 900 bytes
+		t.Fatal(err)
+	}
+	// B does not fit beside it.
+	reqB := httptest.NewRequest("POST", "/api/v1/write", bytes.NewReader(body))
+	reqB.ContentLength = int64(len(body)) + 200
+	for k, v := range v1Headers {
+		reqB.Header.Set(k, v)
+	}
+	recB := httptest.NewRecorder()
+	ps.h.ServeHTTP(recB, reqB)
+	if recB.Code != http.StatusTooManyRequests || recB.Header().Get("Retry-After") != "2" {
+		t.Fatalf("B: %d Retry-After %q, want 429 with Retry-After 2", recB.Code, recB.Header().Get("Retry-After"))
+	}
+	pw.Write(body[1:])
+	pw.Close()
+	wg.Wait()
+	// A's body is shorter than announced; what matters is that it ran.
+	if recA.Code == http.StatusTooManyRequests {
+		t.Fatalf("A was shed")
+	}
+	// Once A is done, B fits.
+	r := ps.do("POST", "/api/v1/write", v1Headers, body)
+	if r.code != http.StatusNoContent {
+		t.Fatalf("after A: %d %s", r.code, r.body)
+	}
+}
+
+func mustMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestInflightLimiter(t *testing.T) {
+	l := newInflightLimiter(100, 2)
+	a, ok := l.acquire(500) // alone: admitted even over the bound
+	if !ok {
+		t.Fatal("a lone request must be admitted")
+	}
+	if _, ok := l.acquire(1); ok {
+		t.Fatal("admitted past the byte bound")
+	}
+	l.release(a)
+	b, _ := l.acquire(40)
+	c, ok := l.acquire(40)
+	if !ok {
+		t.Fatal("80 of 100 bytes: must fit")
+	}
+	if _, ok := l.acquire(1); ok {
+		t.Fatal("admitted past the request bound")
+	}
+	if l.grow(c, 70) {
+		t.Fatal("grew past the byte bound")
+	}
+	if !l.grow(c, 60) {
+		t.Fatal("40+60 must fit")
+	}
+	l.release(b)
+	l.release(c)
+	if l.bytes != 0 || l.reqs != 0 {
+		t.Fatalf("leak: %d bytes, %d requests", l.bytes, l.reqs)
+	}
+}
+
+func TestPromQueryErrors(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.MaxSamples = 10 })
+	var samples []prompb.Sample
+	for i := 0; i < 20; i++ {
+		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*1000, Value: 1})
+	}
+	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "__name__", Value: "m"}}, Samples: samples}}}); r.code != 204 {
+		t.Fatal(r.code, string(r.body))
+	}
+	end := strconv.FormatInt(t0/1000+20, 10)
+	for _, tc := range []struct {
+		name, path string
+		form       url.Values
+		code       int
+		typ, msg   string
+	}{
+		{"parse error", "/api/v1/query", url.Values{"query": {"sum("}}, 400, "bad_data", `invalid parameter "query": 1:5: parse error`},
+		{"bad time", "/api/v1/query", url.Values{"query": {"1"}, "time": {"x"}}, 400, "bad_data", `invalid parameter "time": invalid time value for 'time': cannot parse "x" to a valid timestamp`},
+		{"zero step", "/api/v1/query_range", url.Values{"query": {"1"}, "start": {"0"}, "end": {"10"}, "step": {"0"}}, 400, "bad_data", "zero or negative query resolution step"},
+		{"end before start", "/api/v1/query_range", url.Values{"query": {"1"}, "start": {"10"}, "end": {"0"}, "step": {"1"}}, 400, "bad_data", "end timestamp must not be before start time"},
+		{"too many points", "/api/v1/query_range", url.Values{"query": {"1"}, "start": {"0"}, "end": {"100000"}, "step": {"1"}}, 400, "bad_data", "exceeded maximum resolution of 11,000 points"},
+		{"too many samples", "/api/v1/query", url.Values{"query": {"m[1m]"}, "time": {end}}, 422, "execution", "samples"},
+		{"timeout", "/api/v1/query", url.Values{"query": {"m"}, "time": {end}, "timeout": {"0.000000001"}}, 503, "timeout", ""},
+		{"bad limit", "/api/v1/labels", url.Values{"limit": {"-1"}}, 400, "bad_data", "limit must be non-negative"},
+		{"empty matcher", "/api/v1/series", url.Values{"match[]": {`{a=""}`}}, 400, "bad_data", "match[] must contain at least one non-empty matcher"},
+		{"no match", "/api/v1/series", nil, 400, "bad_data", "no match[] parameter provided"},
+		{"bad label name", "/api/v1/label/a%ffb/values", nil, 400, "bad_data", "invalid label name"},
+		{"exemplars bad query", "/api/v1/query_exemplars", url.Values{"query": {"("}}, 400, "bad_data", "parse error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, ar := ps.api("GET", tc.path, tc.form)
+			if code != tc.code || ar.Status != "error" || ar.ErrorType != tc.typ || !strings.Contains(ar.Error, tc.msg) {
+				t.Fatalf("%d %+v, want %d %s %q", code, ar, tc.code, tc.typ, tc.msg)
+			}
+		})
+	}
+}
+
+func TestPromMetadataEndpoints(t *testing.T) {
+	ps := newPromServer(t, nil)
+	ts := func(name string, kv ...string) prompb.TimeSeries {
+		l := []prompb.Label{{Name: "__name__", Value: name}}
+		for i := 0; i < len(kv); i += 2 {
+			l = append(l, prompb.Label{Name: kv[i], Value: kv[i+1]})
+		}
+		return prompb.TimeSeries{Labels: l, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}
+	}
+	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		ts("up", "job", "a", "instance", "x:1"), ts("up", "job", "b", "instance", "y:1"), ts("http.requests", "job", "a", "ünï code", "✓"),
+	}}); r.code != 204 {
+		t.Fatal(r.code, string(r.body))
+	}
+	start, end := strconv.FormatInt(t0/1000-60, 10), strconv.FormatInt(t0/1000+60, 10)
+	for _, tc := range []struct {
+		name, path string
+		form       url.Values
+		data       string
+		warning    bool
+	}{
+		{"labels", "/api/v1/labels", nil, `["__name__","instance","job","ünï code"]`, false},
+		{"labels matched", "/api/v1/labels", url.Values{"match[]": {`{job="b"}`}, "start": {start}, "end": {end}}, `["__name__","instance","job"]`, false},
+		{"labels two sets", "/api/v1/labels", url.Values{"match[]": {`{job="b"}`, `{__name__="http.requests"}`}}, `["__name__","instance","job","ünï code"]`, false},
+		{"label values", "/api/v1/label/job/values", nil, `["a","b"]`, false},
+		{"metric names", "/api/v1/label/__name__/values", url.Values{"limit": {"40000"}, "start": {start}, "end": {end}}, `["http.requests","up"]`, false},
+		{"values matched", "/api/v1/label/instance/values", url.Values{"match[]": {`up{job="a"}`}}, `["x:1"]`, false},
+		{"values escaped name", "/api/v1/label/" + model.EscapeName("ünï code", model.ValueEncodingEscaping) + "/values", nil, `["✓"]`, false},
+		{"values limit", "/api/v1/label/job/values", url.Values{"limit": {"1"}}, `["a"]`, true},
+		{"series", "/api/v1/series", url.Values{"match[]": {"up"}, "start": {start}, "end": {end}},
+			`[{"__name__":"up","instance":"x:1","job":"a"},{"__name__":"up","instance":"y:1","job":"b"}]`, false},
+		{"series limit", "/api/v1/series", url.Values{"match[]": {"up"}, "limit": {"1"}}, `[{"__name__":"up","instance":"x:1","job":"a"}]`, true},
+		{"series out of range", "/api/v1/series", url.Values{"match[]": {"up"}, "start": {"0"}, "end": {"100"}}, `[]`, false},
+		{"buildinfo", "/api/v1/status/buildinfo", nil, "", false},
+		{"rules", "/api/v1/rules", nil, `{"groups":[]}`, false},
+		{"exemplars probe", "/api/v1/query_exemplars", url.Values{"query": {"test"}, "start": {"1767225600000"}, "end": {"1767229200000"}}, `[]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, ar := ps.api("GET", tc.path, tc.form)
+			if code != 200 || ar.Status != "success" {
+				t.Fatalf("%d %+v", code, ar)
+			}
+			if tc.data != "" && string(ar.Data) != tc.data {
+				t.Errorf("data %s, want %s", ar.Data, tc.data)
+			}
+			if tc.warning != (len(ar.Warnings) > 0) {
+				t.Errorf("warnings %q", ar.Warnings)
+			}
+		})
+	}
+	code, ar := ps.api("GET", "/api/v1/status/buildinfo", nil)
+	var bi map[string]string
+	if err := json.Unmarshal(ar.Data, &bi); code != 200 || err != nil || bi["version"] != PromAPIVersion || bi["goVersion"] == "" {
+		t.Errorf("buildinfo %s", ar.Data)
+	}
+	// POST with a form works where Prometheus takes it, 405 elsewhere.
+	if code, _ := ps.api("POST", "/api/v1/labels", url.Values{"match[]": {"up"}}); code != 200 {
+		t.Errorf("POST labels: %d", code)
+	}
+	if r := ps.do("POST", "/api/v1/label/job/values", nil, nil); r.code != 405 {
+		t.Errorf("POST label values: %d", r.code)
+	}
+}
+
+// TestQueryPathShared: /api/v1/query is PromQL with a query parameter and
+// OpenTSDB's /api/query otherwise.
+func TestQueryPathShared(t *testing.T) {
+	ps := newPromServer(t, nil)
+	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels: []prompb.Label{{Name: "__name__", Value: "sys.cpu.user"}, {Name: "host", Value: "a"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 42}}}}}); r.code != 204 {
+		t.Fatal(r.code)
+	}
+	startS := strconv.FormatInt(t0/1000-10, 10)
+	// OpenTSDB GET with m=.
+	r := ps.do("GET", "/api/v1/query?start="+startS+"&m=sum:sys.cpu.user{host=a}", nil, nil)
+	if r.code != 200 || !strings.Contains(string(r.body), `"metric":"sys.cpu.user"`) || !strings.Contains(string(r.body), `"1767225600":42`) {
+		t.Fatalf("OpenTSDB GET: %d %s", r.code, r.body)
+	}
+	// OpenTSDB POST with a JSON body.
+	r = ps.do("POST", "/api/v1/query", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"start":`+startS+`,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","tags":{"host":"a"}}]}`))
+	if r.code != 200 || !strings.Contains(string(r.body), `"1767225600":42`) {
+		t.Fatalf("OpenTSDB POST: %d %s", r.code, r.body)
+	}
+	// PromQL, GET and POST.
+	for _, m := range []string{"GET", "POST"} {
+		code, ar := ps.api(m, "/api/v1/query", url.Values{"query": {`{__name__="sys.cpu.user",host="a"}`}, "time": {strconv.FormatInt(t0/1000, 10)}})
+		if code != 200 || vectorResult(t, ar)[`{__name__="sys.cpu.user", host="a"}`] != "42" {
+			t.Fatalf("PromQL %s: %d %s", m, code, ar.Data)
+		}
+	}
+}
+
+// TestPromRead reads back over remote read, both response types.
+func TestPromRead(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.ReadMaxBytesInFrame = 512 })
+	var samples []prompb.Sample
+	for i := 0; i < 300; i++ {
+		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*1000, Value: float64(i) / 3})
+	}
+	samples[7].Value = math.Float64frombits(value.StaleNaN)
+	samples[8].Value = math.Inf(-1)
+	write := []prompb.TimeSeries{
+		{Labels: []prompb.Label{{Name: "__name__", Value: "cpu"}, {Name: "host", Value: "a"}}, Samples: samples},
+		{Labels: []prompb.Label{{Name: "__name__", Value: "cpu"}, {Name: "host", Value: "b"}}, Samples: samples[:3]},
+	}
+	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: write}); r.code != 204 {
+		t.Fatal(r.code)
+	}
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{
+		{StartTimestampMs: t0, EndTimestampMs: t0 + 299000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "cpu"}, {Type: prompb.LabelMatcher_NEQ, Name: "host", Value: "b"}}},
+		{StartTimestampMs: t0, EndTimestampMs: t0 + 1000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: "c.u"}, {Type: prompb.LabelMatcher_NRE, Name: "host", Value: "a"}}},
+	}}
+	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
+		t.Run(rt.String(), func(t *testing.T) {
+			rr.AcceptedResponseTypes = []prompb.ReadRequest_ResponseType{rt}
+			r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"},
+				snappy.Encode(nil, mustMarshal(t, rr)))
+			if r.code != 200 {
+				t.Fatalf("%d %s", r.code, r.body)
+			}
+			got := readResults(t, r)
+			want := []map[string][]prompb.Sample{
+				{`{__name__="cpu", host="a"}`: samples},
+				{`{__name__="cpu", host="b"}`: samples[:2]},
+			}
+			for qi := range want {
+				for k, ws := range want[qi] {
+					gs := got[qi][k]
+					if len(gs) != len(ws) {
+						t.Fatalf("query %d %s: %d samples, want %d", qi, k, len(gs), len(ws))
+					}
+					for i := range ws {
+						if gs[i].Timestamp != ws[i].Timestamp || math.Float64bits(gs[i].Value) != math.Float64bits(ws[i].Value) {
+							t.Fatalf("query %d %s sample %d: %v, want %v", qi, k, i, gs[i], ws[i])
+						}
+					}
+				}
+				if len(got[qi]) != len(want[qi]) {
+					t.Fatalf("query %d: %d series, want %d", qi, len(got[qi]), len(want[qi]))
+				}
+			}
+		})
+	}
+	// Bad requests.
+	for _, tc := range []struct {
+		name string
+		body []byte
+		code int
+	}{
+		{"not snappy", []byte("xx"), 400},
+		{"bad regex", snappy.Encode(nil, mustMarshal(t, &prompb.ReadRequest{Queries: []*prompb.Query{{Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "a", Value: "("}}}}})), 400},
+		{"unknown response type", snappy.Encode(nil, mustMarshal(t, &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{5}})), 400},
+	} {
+		r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Encoding": "snappy"}, tc.body)
+		if r.code != tc.code {
+			t.Errorf("%s: %d %s", tc.name, r.code, r.body)
+		}
+	}
+}
+
+func readResults(t *testing.T, r reply) []map[string][]prompb.Sample {
+	t.Helper()
+	var out []map[string][]prompb.Sample
+	key := func(ls []prompb.Label) string {
+		var b labels.ScratchBuilder
+		for _, l := range ls {
+			b.Add(l.Name, l.Value)
+		}
+		return b.Labels().String()
+	}
+	if r.header.Get("Content-Encoding") == "snappy" {
+		raw, err := snappy.Decode(nil, r.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp prompb.ReadResponse
+		if err := resp.Unmarshal(raw); err != nil {
+			t.Fatal(err)
+		}
+		for _, qr := range resp.Results {
+			m := map[string][]prompb.Sample{}
+			for _, ts := range qr.Timeseries {
+				m[key(ts.Labels)] = ts.Samples
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	rd := chunkedFrames(t, r.body)
+	for _, cr := range rd {
+		for int(cr.QueryIndex) >= len(out) {
+			out = append(out, map[string][]prompb.Sample{})
+		}
+		for _, cs := range cr.ChunkedSeries {
+			k := key(cs.Labels)
+			out[cr.QueryIndex][k] = append(out[cr.QueryIndex][k], chunkSamples(t, cs.Chunks)...)
+		}
+	}
+	return out
+}
+
+// chunkedFrames reads a STREAMED_XOR_CHUNKS body with Prometheus' reader.
+func chunkedFrames(t *testing.T, body []byte) []prompb.ChunkedReadResponse {
+	t.Helper()
+	rd := remote.NewChunkedReader(bytes.NewReader(body), 1<<20, nil)
+	var out []prompb.ChunkedReadResponse
+	for {
+		var cr prompb.ChunkedReadResponse
+		err := rd.NextProto(&cr)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, cr)
+	}
+}
+
+func chunkSamples(t *testing.T, chks []prompb.Chunk) []prompb.Sample {
+	t.Helper()
+	var out []prompb.Sample
+	for _, c := range chks {
+		chk, err := chunkenc.FromData(chunkenc.EncXOR, c.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := chk.Iterator(nil)
+		for it.Next() == chunkenc.ValFloat {
+			ts, v := it.At()
+			out = append(out, prompb.Sample{Timestamp: ts, Value: v})
+		}
+	}
+	return out
+}

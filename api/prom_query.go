@@ -1,0 +1,617 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+
+	"hourglass/api/prom"
+	"hourglass/query"
+	"hourglass/series"
+	"hourglass/store"
+)
+
+// The query API, as web/api/v1 writes it: GET, or POST with a form body,
+// for query, query_range, labels and series; GET for label values and the
+// rest. Parameters, defaults and error messages follow Prometheus'.
+
+// PromAPIVersion is the Prometheus release whose query engine and API this
+// build embeds (github.com/prometheus/prometheus v0.315.0 is 3.15.0); it is
+// the version /api/v1/status/buildinfo reports, so clients enable what that
+// release supports.
+const PromAPIVersion = "3.15.0"
+
+// statusClientClosed is what Prometheus answers a canceled query with.
+const statusClientClosed = 499
+
+// Prometheus' defaults for an absent start and end (web/api/v1.MinTime, MaxTime).
+var (
+	promMinTime = time.Unix(math.MinInt64/1000+62135596801, 0).UTC()
+	promMaxTime = time.Unix(math.MaxInt64/1000-62135596801, 999999999).UTC()
+)
+
+func errorStatus(typ string) int {
+	switch typ {
+	case prom.ErrorBadData:
+		return http.StatusBadRequest
+	case prom.ErrorExecution:
+		return http.StatusUnprocessableEntity
+	case prom.ErrorCanceled:
+		return statusClientClosed
+	case prom.ErrorTimeout, prom.ErrorUnavailable:
+		return http.StatusServiceUnavailable
+	case prom.ErrorNotFound:
+		return http.StatusNotFound
+	case prom.ErrorNotAccept:
+		return http.StatusNotAcceptable
+	}
+	return http.StatusInternalServerError
+}
+
+func (p *promAPI) respondError(w http.ResponseWriter, typ, msg string) {
+	code := errorStatus(typ)
+	if code >= 500 && code != http.StatusServiceUnavailable {
+		p.s.log.Error("prometheus api error", "type", typ, "err", msg)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(prom.AppendError(nil, typ, msg))
+}
+
+func (p *promAPI) invalidParam(w http.ResponseWriter, name string, err error) {
+	p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid parameter %q: %v", name, err))
+}
+
+// respond writes a success envelope around data (JSON already).
+func (p *promAPI) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
+	buf := getBuf()
+	defer putBuf(buf)
+	out := prom.AppendSuccessStart(buf.AvailableBuffer())
+	out = append(out, data...)
+	out = prom.AppendSuccessEnd(out, warnings, infos)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// execError maps an error of the engine or the storage to the API's error type.
+func execError(err error) string {
+	var le *query.LimitError
+	var tooMany promql.ErrTooManySamples
+	var timeout promql.ErrQueryTimeout
+	var canceled promql.ErrQueryCanceled
+	var stErr promql.ErrStorage
+	switch {
+	case errors.As(err, &timeout), errors.Is(err, context.DeadlineExceeded):
+		return prom.ErrorTimeout
+	case errors.As(err, &canceled), errors.Is(err, context.Canceled):
+		return prom.ErrorCanceled
+	case errors.As(err, &le), errors.As(err, &tooMany):
+		return prom.ErrorExecution
+	case errors.As(err, &stErr):
+		if errors.Is(stErr.Err, store.ErrUnavailable) || errors.Is(stErr.Err, series.ErrClosed) {
+			return prom.ErrorUnavailable
+		}
+		return prom.ErrorInternal
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
+		return prom.ErrorUnavailable
+	}
+	return prom.ErrorExecution
+}
+
+func parseTime(s string) (time.Time, error) {
+	if t, err := strconv.ParseFloat(s, 64); err == nil {
+		s, ns := math.Modf(t)
+		ns = math.Round(ns*1000) / 1000
+		return time.Unix(int64(s), int64(ns*float64(time.Second))).UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	switch s {
+	case promMinTime.Format(time.RFC3339Nano):
+		return promMinTime, nil
+	case promMaxTime.Format(time.RFC3339Nano):
+		return promMaxTime, nil
+	}
+	return time.Time{}, fmt.Errorf("cannot parse %q to a valid timestamp", s)
+}
+
+func parseTimeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
+	v := r.FormValue(name)
+	if v == "" {
+		return def, nil
+	}
+	t, err := parseTime(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid time value for '%s': %w", name, err)
+	}
+	return t, nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if d, err := strconv.ParseFloat(s, 64); err == nil {
+		ts := d * float64(time.Second)
+		if ts > float64(math.MaxInt64) || ts < float64(math.MinInt64) {
+			return 0, fmt.Errorf("cannot parse %q to a valid duration. It overflows int64", s)
+		}
+		return time.Duration(ts), nil
+	}
+	if d, err := model.ParseDuration(s); err == nil {
+		return time.Duration(d), nil
+	}
+	return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+}
+
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, errors.New("limit must be non-negative")
+	}
+	return n, nil
+}
+
+// hintLimit is limit+1, so a truncation can be told (web/api/v1.toHintLimit).
+func hintLimit(limit int) int {
+	if limit > 0 && limit < math.MaxInt {
+		return limit + 1
+	}
+	return limit
+}
+
+func (p *promAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
+	var lookback time.Duration
+	if s := r.FormValue("lookback_delta"); s != "" {
+		d, err := parseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("error parsing lookback delta duration: %w", err)
+		}
+		lookback = d
+	}
+	return promql.NewPrometheusQueryOpts(false, lookback), nil
+}
+
+// queryContext applies the timeout parameter.
+func (p *promAPI) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
+	ctx := r.Context()
+	if to := r.FormValue("timeout"); to != "" {
+		d, err := parseDuration(to)
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, d)
+		return ctx, cancel, nil
+	}
+	return ctx, func() {}, nil
+}
+
+// handleQuery is the instant query, /api/v1/query.
+func (p *promAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.FormValue("limit"))
+	if err != nil {
+		p.invalidParam(w, "limit", err)
+		return
+	}
+	ts, err := parseTimeParam(r, "time", p.now())
+	if err != nil {
+		p.invalidParam(w, "time", err)
+		return
+	}
+	ctx, cancel, err := p.queryContext(r)
+	if err != nil {
+		p.invalidParam(w, "timeout", err)
+		return
+	}
+	defer cancel()
+	opts, err := p.queryOpts(r)
+	if err != nil {
+		p.respondError(w, prom.ErrorBadData, err.Error())
+		return
+	}
+	qs := r.FormValue("query")
+	qry, err := p.engine.NewInstantQuery(ctx, p.queryable, opts, qs, ts)
+	if err != nil {
+		p.invalidParam(w, "query", err)
+		return
+	}
+	defer qry.Close()
+	p.runQuery(ctx, w, qry, qs, limit)
+}
+
+// handleQueryRange is /api/v1/query_range.
+func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.FormValue("limit"))
+	if err != nil {
+		p.invalidParam(w, "limit", err)
+		return
+	}
+	start, err := parseTime(r.FormValue("start"))
+	if err != nil {
+		p.invalidParam(w, "start", err)
+		return
+	}
+	end, err := parseTime(r.FormValue("end"))
+	if err != nil {
+		p.invalidParam(w, "end", err)
+		return
+	}
+	if end.Before(start) {
+		p.invalidParam(w, "end", errors.New("end timestamp must not be before start time"))
+		return
+	}
+	step, err := parseDuration(r.FormValue("step"))
+	if err != nil {
+		p.invalidParam(w, "step", err)
+		return
+	}
+	if step <= 0 {
+		p.invalidParam(w, "step", errors.New("zero or negative query resolution step widths are not accepted. Try a positive integer"))
+		return
+	}
+	if end.Sub(start)/step > 11000 {
+		p.respondError(w, prom.ErrorBadData, "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)")
+		return
+	}
+	ctx, cancel, err := p.queryContext(r)
+	if err != nil {
+		p.invalidParam(w, "timeout", err)
+		return
+	}
+	defer cancel()
+	opts, err := p.queryOpts(r)
+	if err != nil {
+		p.respondError(w, prom.ErrorBadData, err.Error())
+		return
+	}
+	qs := r.FormValue("query")
+	qry, err := p.engine.NewRangeQuery(ctx, p.queryable, opts, qs, start, end, step)
+	if err != nil {
+		p.invalidParam(w, "query", err)
+		return
+	}
+	defer qry.Close()
+	p.runQuery(ctx, w, qry, qs, limit)
+}
+
+func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
+	res := qry.Exec(ctx)
+	if res.Err != nil {
+		p.respondError(w, execError(res.Err), res.Err.Error())
+		return
+	}
+	warnings := res.Warnings
+	if limit > 0 {
+		truncated := false
+		switch v := res.Value.(type) {
+		case promql.Matrix:
+			if len(v) > limit {
+				res.Value, truncated = v[:limit], true
+			}
+		case promql.Vector:
+			if len(v) > limit {
+				res.Value, truncated = v[:limit], true
+			}
+		}
+		if truncated {
+			warnings = warnings.Add(errors.New("results truncated due to limit"))
+		}
+	}
+	warn, info := warnings.AsStrings(qs, 10, 10)
+	buf := getBuf()
+	defer putBuf(buf)
+	p.respond(w, prom.AppendQueryData(buf.AvailableBuffer(), res.Value), warn, info)
+}
+
+// matcherSets parses match[] as Prometheus does: every set needs a matcher
+// that does not match the empty string.
+func (p *promAPI) matcherSets(r *http.Request) ([][]*labels.Matcher, error) {
+	sets, err := p.parser.ParseMetricSelectors(r.Form["match[]"])
+	if err != nil {
+		return nil, err
+	}
+outer:
+	for _, ms := range sets {
+		for _, m := range ms {
+			if m != nil && !m.Matches("") {
+				continue outer
+			}
+		}
+		return nil, errors.New("match[] must contain at least one non-empty matcher")
+	}
+	return sets, nil
+}
+
+// rangeParams parses limit, start and end of the metadata endpoints.
+func (p *promAPI) rangeParams(w http.ResponseWriter, r *http.Request) (limit int, start, end time.Time, ok bool) {
+	if err := r.ParseForm(); err != nil {
+		p.respondError(w, prom.ErrorBadData, "error parsing form values: "+err.Error())
+		return
+	}
+	var err error
+	if limit, err = parseLimit(r.FormValue("limit")); err != nil {
+		p.invalidParam(w, "limit", err)
+		return
+	}
+	if start, err = parseTimeParam(r, "start", promMinTime); err != nil {
+		p.invalidParam(w, "start", err)
+		return
+	}
+	if end, err = parseTimeParam(r, "end", promMaxTime); err != nil {
+		p.invalidParam(w, "end", err)
+		return
+	}
+	return limit, start, end, true
+}
+
+func (p *promAPI) respondStrings(w http.ResponseWriter, vals []string, limit int, warnings annotations.Annotations) {
+	if limit > 0 && len(vals) > limit {
+		vals = vals[:limit]
+		warnings = warnings.Add(errors.New("results truncated due to limit"))
+	}
+	if vals == nil {
+		vals = []string{}
+	}
+	warn, info := warnings.AsStrings("", 10, 10)
+	p.respond(w, prom.AppendStrings(nil, vals), warn, info)
+}
+
+// handleLabels is /api/v1/labels.
+func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
+	limit, start, end, ok := p.rangeParams(w, r)
+	if !ok {
+		return
+	}
+	sets, err := p.matcherSets(r)
+	if err != nil {
+		p.respondError(w, prom.ErrorBadData, err.Error())
+		return
+	}
+	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
+	if err != nil {
+		p.respondError(w, execError(err), err.Error())
+		return
+	}
+	defer q.Close()
+	hints := &storage.LabelHints{Limit: hintLimit(limit)}
+	if len(sets) == 0 {
+		sets = [][]*labels.Matcher{nil}
+	}
+	set := map[string]struct{}{}
+	for _, ms := range sets {
+		names, _, err := q.LabelNames(r.Context(), hints, ms...)
+		if err != nil {
+			p.respondError(w, execError(err), err.Error())
+			return
+		}
+		for _, n := range names {
+			set[n] = struct{}{}
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	p.respondStrings(w, names, limit, nil)
+}
+
+// handleLabelValues is /api/v1/label/<name>/values.
+func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
+	name := mux.Vars(r)["name"]
+	if len(name) > 3 && name[:3] == "U__" {
+		name = model.UnescapeName(name, model.ValueEncodingEscaping)
+	}
+	if !model.UTF8Validation.IsValidLabelName(name) {
+		p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid label name: %q", name))
+		return
+	}
+	limit, start, end, ok := p.rangeParams(w, r)
+	if !ok {
+		return
+	}
+	sets, err := p.matcherSets(r)
+	if err != nil {
+		p.respondError(w, prom.ErrorBadData, err.Error())
+		return
+	}
+	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
+	if err != nil {
+		p.respondError(w, execError(err), err.Error())
+		return
+	}
+	defer q.Close()
+	hints := &storage.LabelHints{Limit: hintLimit(limit)}
+	if len(sets) == 0 {
+		sets = [][]*labels.Matcher{nil}
+	}
+	set := map[string]struct{}{}
+	for _, ms := range sets {
+		vals, _, err := q.LabelValues(r.Context(), name, hints, ms...)
+		if err != nil {
+			p.respondError(w, execError(err), err.Error())
+			return
+		}
+		for _, v := range vals {
+			set[v] = struct{}{}
+		}
+	}
+	vals := make([]string, 0, len(set))
+	for v := range set {
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	p.respondStrings(w, vals, limit, nil)
+}
+
+// handleSeries is /api/v1/series: the label sets the match[] selectors
+// select in the range, without their samples.
+func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
+	limit, start, end, ok := p.rangeParams(w, r)
+	if !ok {
+		return
+	}
+	if len(r.Form["match[]"]) == 0 {
+		p.respondError(w, prom.ErrorBadData, "no match[] parameter provided")
+		return
+	}
+	sets, err := p.matcherSets(r)
+	if err != nil {
+		p.invalidParam(w, "match[]", err)
+		return
+	}
+	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
+	if err != nil {
+		p.respondError(w, execError(err), err.Error())
+		return
+	}
+	defer q.Close()
+	hints := &storage.SelectHints{Start: timestamp.FromTime(start), End: timestamp.FromTime(end), Func: "series", Limit: hintLimit(limit)}
+	seen := map[string]bool{}
+	var all []labels.Labels
+	for _, ms := range sets {
+		ss := q.Select(r.Context(), true, hints, ms...)
+		for ss.Next() {
+			l := ss.At().Labels()
+			if k := l.String(); !seen[k] {
+				seen[k] = true
+				all = append(all, l)
+			}
+		}
+		if err := ss.Err(); err != nil {
+			p.respondError(w, execError(err), err.Error())
+			return
+		}
+	}
+	slices.SortFunc(all, labels.Compare)
+	var warnings annotations.Annotations
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+		warnings = warnings.Add(errors.New("results truncated due to limit"))
+	}
+	buf := getBuf()
+	defer putBuf(buf)
+	out := append(buf.AvailableBuffer(), '[')
+	for i, l := range all {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = prom.AppendLabelSet(out, l)
+	}
+	out = append(out, ']')
+	warn, info := warnings.AsStrings("", 10, 10)
+	p.respond(w, out, warn, info)
+}
+
+// handleMetadata is /api/v1/metadata: the metadata remote write has sent,
+// {"<metric>":[{"type":..,"help":..,"unit":..}]}, with limit, limit_per_metric
+// and metric as Prometheus takes them.
+func (p *promAPI) handleMetadata(w http.ResponseWriter, r *http.Request) {
+	limit := -1
+	if s := r.FormValue("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			p.respondError(w, prom.ErrorBadData, "limit must be a number")
+			return
+		}
+		limit = n
+	}
+	if s := r.FormValue("limit_per_metric"); s != "" {
+		if _, err := strconv.Atoi(s); err != nil {
+			p.respondError(w, prom.ErrorBadData, "limit_per_metric must be a number")
+			return
+		}
+		// One entry per metric is kept, so any limit per metric holds.
+	}
+	metric := r.FormValue("metric")
+	p.meta.mu.RLock()
+	names := make([]string, 0, len(p.meta.m))
+	for n := range p.meta.m {
+		if metric == "" || n == metric {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	if limit >= 0 && len(names) > limit {
+		names = names[:limit]
+	}
+	out := []byte{'{'}
+	for i, n := range names {
+		m := p.meta.m[n]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = prom.AppendString(out, n)
+		out = append(out, `:[{"type":`...)
+		out = prom.AppendString(out, m.typ.String())
+		out = append(out, `,"help":`...)
+		out = prom.AppendString(out, m.help)
+		out = append(out, `,"unit":`...)
+		out = prom.AppendString(out, m.unit)
+		out = append(out, `}]`...)
+	}
+	p.meta.mu.RUnlock()
+	out = append(out, '}')
+	p.respond(w, out, nil, nil)
+}
+
+// handleBuildInfo is /api/v1/status/buildinfo. It reports the Prometheus
+// release whose engine is embedded; branch and revision name hourglass.
+func (p *promAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
+	out := []byte(`{"version":`)
+	out = prom.AppendString(out, PromAPIVersion)
+	out = append(out, `,"revision":`...)
+	out = prom.AppendString(out, "hourglass "+p.s.cfg.Version)
+	out = append(out, `,"branch":"hourglass","buildUser":"","buildDate":"","goVersion":`...)
+	out = prom.AppendString(out, runtime.Version())
+	out = append(out, '}')
+	p.respond(w, out, nil, nil)
+}
+
+// handleRules is /api/v1/rules: hourglass evaluates no rules.
+func (p *promAPI) handleRules(w http.ResponseWriter, r *http.Request) {
+	p.respond(w, []byte(`{"groups":[]}`), nil, nil)
+}
+
+// handleExemplars is /api/v1/query_exemplars: the parameters are checked as
+// Prometheus checks them; no exemplars are stored, so the answer is empty.
+func (p *promAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
+	start, err := parseTimeParam(r, "start", promMinTime)
+	if err != nil {
+		p.invalidParam(w, "start", err)
+		return
+	}
+	end, err := parseTimeParam(r, "end", promMaxTime)
+	if err != nil {
+		p.invalidParam(w, "end", err)
+		return
+	}
+	if end.Before(start) {
+		p.respondError(w, prom.ErrorBadData, "end timestamp must not be before start timestamp")
+		return
+	}
+	if _, err := p.parser.ParseExpr(r.FormValue("query")); err != nil {
+		p.respondError(w, prom.ErrorBadData, err.Error())
+		return
+	}
+	p.respond(w, []byte(`[]`), nil, nil)
+}

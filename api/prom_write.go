@@ -1,0 +1,370 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/golang/snappy"
+
+	"hourglass/api/prom"
+	"hourglass/chunk"
+	"hourglass/ingest"
+	"hourglass/query"
+	"hourglass/series"
+	"hourglass/store"
+	"hourglass/uid"
+)
+
+// Remote write (POST /api/v1/write), as the Remote-Write 1.0 and 2.0
+// specifications prescribe:
+//
+//	204  everything written
+//	400  invalid data, never worth a retry: a malformed body (nothing
+//	     written), or invalid series or samples (the valid ones are written,
+//	     the first invalid series is named in the body)
+//	413  a body over the size limits
+//	415  a Content-Type or Content-Encoding this receiver does not read
+//	429  load shed: too many bytes or requests in flight; Retry-After says when
+//	5xx  the storage failed: retry (writes are idempotent, so a retry of a
+//	     partly written request is safe)
+//
+// A 2.0 request gets X-Prometheus-Remote-Write-{Samples,Histograms,Exemplars}-Written
+// whatever the status; a 1.0 request none.
+
+// commitEvery bounds the points one batch holds before it is committed, so a
+// request's memory stays bounded whatever it holds. A usual request (2,000
+// samples) is one commit.
+const commitEvery = 10_000
+
+const (
+	hdrSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	hdrHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	hdrExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
+)
+
+// writeOutcome is what a remote-write request did.
+type writeOutcome struct {
+	msg      prom.Message
+	written  int64 // samples stored
+	rejected int64 // samples, histograms and exemplars not stored for what they are
+	received int64 // samples, histograms and exemplars in the request
+	first    error // the first invalid series or sample
+	storeErr error // the storage failed: 5xx
+}
+
+func (p *promAPI) writeReply(w http.ResponseWriter, o *writeOutcome, code int, msg string) {
+	if o.msg == prom.MessageV2 {
+		h := w.Header()
+		h.Set(hdrSamplesWritten, strconv.FormatInt(o.written, 10))
+		h.Set(hdrHistogramsWritten, "0")
+		h.Set(hdrExemplarsWritten, "0")
+	}
+	if code == http.StatusNoContent {
+		w.WriteHeader(code)
+		return
+	}
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
+	}
+	http.Error(w, msg, code)
+}
+
+func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
+	o := &writeOutcome{}
+	msg, err := prom.ParseWriteContentType(r.Header.Get("Content-Type"))
+	if err != nil {
+		p.writeReply(w, o, http.StatusUnsupportedMediaType, err.Error())
+		return
+	}
+	o.msg = msg
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "snappy":
+	default:
+		p.writeReply(w, o, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("Content-Encoding %q is not accepted: remote write bodies are snappy (block format)", enc))
+		return
+	}
+
+	// Admission: the body as sent, then, once the snappy header has told
+	// the decoded size, that too.
+	maxSent := p.s.cfg.MaxBodyBytes
+	if r.ContentLength > maxSent {
+		p.writeReply(w, o, http.StatusRequestEntityTooLarge, (&errBodyTooLarge{"as sent", maxSent}).Error())
+		return
+	}
+	reserve := r.ContentLength
+	if reserve < 0 {
+		reserve = min(maxSent, p.cfg.WriteMaxDecodedBytes)
+	}
+	tk, ok := p.limiter.acquire(reserve)
+	if !ok {
+		p.writeReply(w, o, http.StatusTooManyRequests, "too many remote-write requests in flight; retry later")
+		return
+	}
+	defer p.limiter.release(tk)
+
+	comp := getBuf()
+	defer putBuf(comp)
+	if _, err := comp.ReadFrom(&strictLimitReader{r: r.Body, left: maxSent}); err != nil {
+		code, m := p.s.bodyError(err)
+		p.writeReply(w, o, code, m)
+		return
+	}
+	dlen, err := snappy.DecodedLen(comp.Bytes())
+	if err != nil {
+		p.writeReply(w, o, http.StatusBadRequest, "the body is not snappy (block format): "+err.Error())
+		return
+	}
+	if int64(dlen) > p.cfg.WriteMaxDecodedBytes {
+		p.writeReply(w, o, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the body decodes to %d bytes, more than the limit of %d", dlen, p.cfg.WriteMaxDecodedBytes))
+		return
+	}
+	if !p.limiter.grow(tk, int64(comp.Len())+int64(dlen)) {
+		p.writeReply(w, o, http.StatusTooManyRequests, "too many remote-write bytes in flight; retry later")
+		return
+	}
+	body := getBuf()
+	defer putBuf(body)
+	body.Grow(dlen)
+	raw, err := snappy.Decode(body.AvailableBuffer()[:dlen], comp.Bytes())
+	if err != nil {
+		p.writeReply(w, o, http.StatusBadRequest, "the body is not snappy (block format): "+err.Error())
+		return
+	}
+
+	p.ingest(r.Context(), raw, o)
+	p.s.m.points.WithLabelValues("prometheus", "stored").Add(float64(o.written))
+	p.s.m.points.WithLabelValues("prometheus", "rejected").Add(float64(o.rejected))
+	var me *prom.MalformedError
+	switch {
+	case errors.As(o.storeErr, &me):
+		p.writeReply(w, o, http.StatusBadRequest, "nothing written: "+me.Error())
+	case o.storeErr != nil:
+		code, m := http.StatusInternalServerError, "storage error: "+o.storeErr.Error()
+		if errors.Is(o.storeErr, store.ErrUnavailable) || errors.Is(o.storeErr, series.ErrClosed) || errors.Is(o.storeErr, context.Canceled) {
+			code = http.StatusServiceUnavailable
+		}
+		p.s.log.Error("remote write failed", "err", o.storeErr, "written", o.written)
+		p.writeReply(w, o, code, m+"; retry")
+	case o.rejected > 0:
+		p.writeReply(w, o, http.StatusBadRequest, fmt.Sprintf("%d of %d samples, histograms and exemplars rejected, %d samples written; the first: %v",
+			o.rejected, o.received, o.written, o.first))
+	default:
+		p.writeReply(w, o, http.StatusNoContent, "")
+	}
+}
+
+// writeState is one request's scratch.
+type writeState struct {
+	p     *promAPI
+	o     *writeOutcome
+	ctx   context.Context
+	batch *ingest.Batch
+	tags  []series.Tag
+}
+
+func (p *promAPI) ingest(ctx context.Context, raw []byte, o *writeOutcome) {
+	ws := &writeState{p: p, o: o, ctx: ctx, batch: p.s.writer.NewBatch()}
+	dec := p.decoders.Get().(*prom.Decoder)
+	defer p.decoders.Put(dec)
+	err := dec.Decode(o.msg, raw, ws.series, ws.metadata)
+	if err == nil {
+		err = ws.commit()
+	}
+	if err != nil && o.storeErr == nil {
+		o.storeErr = err
+	}
+}
+
+func (ws *writeState) reject(n int, err error) {
+	ws.o.rejected += int64(n)
+	if ws.o.first == nil {
+		ws.o.first = err
+	}
+}
+
+func (ws *writeState) series(s *prom.Series) error {
+	o := ws.o
+	o.received += int64(s.NumSamples + s.Histograms + s.Exemplars)
+	if s.Err != nil {
+		ws.reject(s.NumSamples+s.Histograms+s.Exemplars, s.Err)
+		return nil
+	}
+	if s.Histograms > 0 {
+		ws.reject(s.Histograms, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: fmt.Sprintf(
+			"%d native histogram samples not written: this receiver stores float samples only (send classic histograms)", s.Histograms)})
+	}
+	if s.Exemplars > 0 {
+		ws.reject(s.Exemplars, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: fmt.Sprintf(
+			"%d exemplars not written: this receiver does not store exemplars (turn send_exemplars off)", s.Exemplars)})
+	}
+	if md := s.Metadata; md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != "" {
+		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
+	}
+	ws.tags = ws.tags[:0]
+	for _, l := range s.Labels {
+		// An empty value is an absent label in Prometheus.
+		if l.Name != prom.MetricName && l.Value != "" {
+			ws.tags = append(ws.tags, series.Tag{Key: l.Name, Value: l.Value})
+		}
+	}
+	var bad error
+	nbad := 0
+	for t, v := range s.Samples() {
+		var err error
+		if t < 0 || t > query.MaxPromTimestamp {
+			err = fmt.Errorf("%w: timestamp %d ms is outside the range this store holds, 0 to %d", ingest.ErrInvalid, t, query.MaxPromTimestamp)
+			ws.batch.Reject(err)
+		} else {
+			err = ws.batch.Add(s.Metric, ws.tags, t, chunk.FloatBits(math.Float64bits(v)))
+		}
+		if err != nil {
+			nbad++
+			if bad == nil {
+				bad = err
+			}
+		}
+		if ws.batch.Len() >= commitEvery {
+			if err := ws.commit(); err != nil {
+				return err
+			}
+		}
+	}
+	if bad != nil {
+		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: bad.Error()})
+	}
+	return nil
+}
+
+func renderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
+
+func (ws *writeState) metadata(m *prom.Metadata) error {
+	if m.Metric != "" {
+		ws.p.meta.set(m.Metric, m.Type, m.Help, m.Unit)
+	}
+	return nil
+}
+
+// commit appends the batch. An error means the storage failed.
+func (ws *writeState) commit() error {
+	b := ws.batch
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := b.Commit(ws.ctx); err != nil {
+		b.Reset()
+		return err
+	}
+	for _, err := range b.CommitErrors() {
+		// A full UID space is the data's fault, not worth a retry; anything
+		// else is the storage's.
+		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) {
+			ws.o.written += int64(b.Len() - b.Failed())
+			b.Reset()
+			return err
+		}
+		ws.reject(1, err)
+	}
+	ws.o.written += int64(b.Len() - b.Failed())
+	b.Reset()
+	return nil
+}
+
+// inflightLimiter sheds load: it admits a request while the bytes and the
+// requests in flight stay under their bounds. Safe for concurrent use.
+type inflightLimiter struct {
+	maxBytes int64
+	maxReqs  int
+
+	mu    sync.Mutex
+	bytes int64
+	reqs  int
+}
+
+type inflightTicket struct{ bytes int64 }
+
+func newInflightLimiter(maxBytes int64, maxReqs int) *inflightLimiter {
+	return &inflightLimiter{maxBytes: maxBytes, maxReqs: maxReqs}
+}
+
+// acquire admits a request holding n bytes, if it fits; a request is always
+// admitted when nothing else is in flight.
+func (l *inflightLimiter) acquire(n int64) (*inflightTicket, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reqs > 0 && (l.reqs >= l.maxReqs || l.bytes+n > l.maxBytes) {
+		return nil, false
+	}
+	l.reqs++
+	l.bytes += n
+	return &inflightTicket{bytes: n}, true
+}
+
+// grow raises what an admitted request holds to n bytes, if it fits (or if
+// the request is alone).
+func (l *inflightLimiter) grow(t *inflightTicket, n int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n <= t.bytes {
+		return true
+	}
+	others := l.bytes - t.bytes
+	if others > 0 && others+n > l.maxBytes {
+		return false
+	}
+	l.bytes += n - t.bytes
+	t.bytes = n
+	return true
+}
+
+func (l *inflightLimiter) release(t *inflightTicket) {
+	l.mu.Lock()
+	l.reqs--
+	l.bytes -= t.bytes
+	l.mu.Unlock()
+}
+
+// metadataStore keeps the metadata remote write sends (type, help, unit per
+// metric), in memory, for /api/v1/metadata. Safe for concurrent use.
+type metadataStore struct {
+	max int
+
+	mu sync.RWMutex
+	m  map[string]metricMeta
+}
+
+type metricMeta struct {
+	typ        prom.MetricType
+	help, unit string
+}
+
+func newMetadataStore(max int) *metadataStore {
+	return &metadataStore{max: max, m: map[string]metricMeta{}}
+}
+
+func (ms *metadataStore) set(metric string, typ prom.MetricType, help, unit string) {
+	ms.mu.RLock()
+	old, ok := ms.m[metric]
+	full := len(ms.m) >= ms.max
+	ms.mu.RUnlock()
+	if ok && old.typ == typ && old.help == help && old.unit == unit {
+		return
+	}
+	if !ok && full {
+		return
+	}
+	// The strings alias the request body: keep copies.
+	mm := metricMeta{typ: typ, help: strings.Clone(help), unit: strings.Clone(unit)}
+	ms.mu.Lock()
+	if _, ok := ms.m[metric]; ok || len(ms.m) < ms.max {
+		ms.m[strings.Clone(metric)] = mm
+	}
+	ms.mu.Unlock()
+}
