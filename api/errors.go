@@ -99,7 +99,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if clean := "/" + strings.ToLower(strings.Join(nonEmpty(parts), "/")); clean != p {
+	if clean := "/" + strings.ToLower(strings.Join(nonEmptyParts(parts), "/")); clean != p {
 		s.reroute(w, r, clean)
 		return
 	}
@@ -119,7 +119,7 @@ func (s *Server) reroute(w http.ResponseWriter, r *http.Request, p string) {
 	writeOpenTSDBError(w, http.StatusNotFound, "Endpoint not found", "")
 }
 
-func nonEmpty(ss []string) []string {
+func nonEmptyParts(ss []string) []string {
 	out := ss[:0:0]
 	for _, s := range ss {
 		if s != "" {

@@ -59,7 +59,7 @@ func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 				s.writeError(w, r, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, annotationsJSON(toOpenTSDBNotes(list)))
+			writeOTSJSON(w, http.StatusOK, annotationsJSON(toOpenTSDBNotes(list)))
 			return
 		}
 		a, err := s.ots.meta.GetAnnotation(ctx, tsuid, meta.TimestampMillis(req.StartTime))
@@ -72,7 +72,7 @@ func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n := toOpenTSDBNote(a)
-		writeRawJSON(w, http.StatusOK, n.AppendJSON(nil))
+		writeOTSRaw(w, http.StatusOK, n.AppendJSON(nil))
 	case http.MethodDelete:
 		if req.StartTime < 1 {
 			writeOpenTSDBError(w, http.StatusBadRequest, "Unable to delete Annotation information", "The start timestamp has not been set")
@@ -94,7 +94,7 @@ func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n := toOpenTSDBNote(a)
-		writeRawJSON(w, http.StatusOK, n.AppendJSON(nil))
+		writeOTSRaw(w, http.StatusOK, n.AppendJSON(nil))
 	}
 }
 
@@ -105,7 +105,7 @@ func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationReq
 	if req.StartTime < 1 {
 		return nil, false, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "The start timestamp has not been set"}
 	}
-	changed := nonEmpty2(req.Description) || nonEmpty2(req.Notes) || req.Custom != nil || req.EndTime != 0
+	changed := isSet(req.Description) || isSet(req.Notes) || req.Custom != nil || req.EndTime != 0
 	if !changed {
 		return nil, false, nil
 	}
@@ -121,8 +121,8 @@ func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationReq
 			a.StartTime = req.StartTime
 		}
 	}
-	setIf(&a.Description, req.Description)
-	setIf(&a.Notes, req.Notes)
+	setIfSent(&a.Description, req.Description)
+	setIfSent(&a.Notes, req.Notes)
 	if req.Custom != nil {
 		a.Custom = req.Custom
 	}
@@ -135,7 +135,7 @@ func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationReq
 	return a, true, nil
 }
 
-func annotationsJSON(list []opentsdb.Annotation) rawJSON {
+func annotationsJSON(list []opentsdb.Annotation) otsRawJSON {
 	b := []byte{'['}
 	for i := range list {
 		if i > 0 {
@@ -147,9 +147,9 @@ func annotationsJSON(list []opentsdb.Annotation) rawJSON {
 }
 
 // rawJSON is JSON written as it is.
-type rawJSON []byte
+type otsRawJSON []byte
 
-func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+func (r otsRawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 
 // handleAnnotationBulk is /api/annotation/bulk: POST and PUT store an array
 // of annotations and return those stored; DELETE deletes the annotations of
@@ -194,7 +194,7 @@ func (s *Server) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 			}
 			total += n
 		}
-		writeRawJSON(w, http.StatusOK, d.AppendJSON(nil, total))
+		writeOTSRaw(w, http.StatusOK, d.AppendJSON(nil, total))
 		return
 	}
 	reqs, err := opentsdb.ParseAnnotationsJSON(body)
@@ -230,5 +230,5 @@ func (s *Server) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 			out = append(out, toOpenTSDBNote(a))
 		}
 	}
-	writeRawJSON(w, http.StatusOK, annotationsJSON(out))
+	writeOTSRaw(w, http.StatusOK, annotationsJSON(out))
 }

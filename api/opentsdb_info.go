@@ -20,16 +20,16 @@ import (
 )
 
 // writeJSON writes v as the 200 reply.
-func writeJSON(w http.ResponseWriter, code int, v any) {
+func writeOTSJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		writeOpenTSDBError(w, http.StatusInternalServerError, "Unable to serialize the reply: "+err.Error(), "")
 		return
 	}
-	writeRawJSON(w, code, b)
+	writeOTSRaw(w, code, b)
 }
 
-func writeRawJSON(w http.ResponseWriter, code int, b []byte) {
+func writeOTSRaw(w http.ResponseWriter, code int, b []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
@@ -37,19 +37,19 @@ func writeRawJSON(w http.ResponseWriter, code int, b []byte) {
 
 // handleAggregators is /api/aggregators: the names of every aggregator.
 func (s *Server) handleAggregators(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, downsample.Names())
+	writeOTSJSON(w, http.StatusOK, downsample.Names())
 }
 
 // handleConfigFilters is /api/config/filters.
 func (s *Server) handleConfigFilters(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, opentsdb.FilterDescriptions())
+	writeOTSJSON(w, http.StatusOK, opentsdb.FilterDescriptions())
 }
 
 // handleConfig is /api/config: the running configuration as a flat map of
 // strings, sorted, in OpenTSDB's key names where one exists and hourglass.*
 // ones for the rest.
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.configMap())
+	writeOTSJSON(w, http.StatusOK, s.configMap())
 }
 
 func (s *Server) configMap() map[string]string {
@@ -117,13 +117,13 @@ func (s *Server) configMap() map[string]string {
 // handleVersion is /api/version: OpenTSDB's fields, all strings, from the
 // build's own information.
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.versionInfo())
+	writeOTSJSON(w, http.StatusOK, s.versionInfo())
 }
 
 func (s *Server) versionInfo() map[string]string {
 	v := map[string]string{
 		"version": s.cfg.Version, "short_revision": "", "full_revision": "", "timestamp": "",
-		"repo_status": "UNKNOWN", "user": "", "host": hostname(), "repo": "hourglass", "branch": "",
+		"repo_status": "UNKNOWN", "user": "", "host": otsHostname(), "repo": "hourglass", "branch": "",
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v["repo"] = bi.Main.Path
@@ -144,7 +144,7 @@ func (s *Server) versionInfo() map[string]string {
 	return v
 }
 
-func hostname() string {
+func otsHostname() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		return "localhost"
@@ -155,7 +155,7 @@ func hostname() string {
 // handleDropCaches is /api/dropcaches.
 func (s *Server) handleDropCaches(w http.ResponseWriter, r *http.Request) {
 	s.head.UIDs().DropCaches()
-	writeJSON(w, http.StatusOK, map[string]string{"message": "Caches dropped", "status": "200"})
+	writeOTSJSON(w, http.StatusOK, map[string]string{"message": "Caches dropped", "status": "200"})
 }
 
 // statPoint is one figure of /api/stats and the telnet stats command.
@@ -172,7 +172,7 @@ type statPoint struct {
 // host and its own labels.
 func (s *Server) stats(now time.Time) []statPoint {
 	ts := now.Unix()
-	host := opentsdb.Tag{Key: "host", Value: hostname()}
+	host := opentsdb.Tag{Key: "host", Value: otsHostname()}
 	st := s.head.Stats()
 	out := []statPoint{
 		{"tsd.uptime", ts, strconv.FormatInt(int64(now.Sub(s.started).Seconds()), 10), []opentsdb.Tag{host}},
@@ -244,16 +244,16 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 		b.Write(e)
 	}
 	b.WriteByte(']')
-	writeRawJSON(w, http.StatusOK, b.Bytes())
+	writeOTSRaw(w, http.StatusOK, b.Bytes())
 }
 
 // handleStatsRuntime is /api/stats/jvm: there is no JVM, so it reports the
 // Go runtime under OpenTSDB's top-level keys.
 func (s *Server) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
 	now := time.Now()
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeOTSJSON(w, http.StatusOK, map[string]any{
 		"os": map[string]any{"name": runtime.GOOS, "arch": runtime.GOARCH, "availableProcessors": runtime.NumCPU()},
 		"runtime": map[string]any{
 			"name": "go", "version": runtime.Version(), "startTime": s.started.UnixMilli(),
@@ -261,13 +261,13 @@ func (s *Server) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 			"gomaxprocs": runtime.GOMAXPROCS(0),
 		},
 		"memory": map[string]any{
-			"heapMemoryUsage": map[string]uint64{"used": ms.HeapAlloc, "committed": ms.HeapSys, "released": ms.HeapReleased},
-			"sys":             ms.Sys, "totalAlloc": ms.TotalAlloc, "mallocs": ms.Mallocs, "frees": ms.Frees,
-			"stackInuse": ms.StackInuse,
+			"heapMemoryUsage": map[string]uint64{"used": mem.HeapAlloc, "committed": mem.HeapSys, "released": mem.HeapReleased},
+			"sys":             mem.Sys, "totalAlloc": mem.TotalAlloc, "mallocs": mem.Mallocs, "frees": mem.Frees,
+			"stackInuse": mem.StackInuse,
 		},
 		"gc": map[string]any{
-			"go": map[string]any{"collectionCount": ms.NumGC, "collectionTimeNs": ms.PauseTotalNs,
-				"lastGCMs": int64(ms.LastGC / 1e6), "nextGCBytes": ms.NextGC},
+			"go": map[string]any{"collectionCount": mem.NumGC, "collectionTimeNs": mem.PauseTotalNs,
+				"lastGCMs": int64(mem.LastGC / 1e6), "nextGCBytes": mem.NextGC},
 		},
 		"pools": map[string]any{},
 	})
@@ -276,7 +276,7 @@ func (s *Server) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 // handleStatsRegionClients is /api/stats/region_clients: hourglass has no
 // HBase region clients, so the list is empty.
 func (s *Server) handleStatsRegionClients(w http.ResponseWriter, r *http.Request) {
-	writeRawJSON(w, http.StatusOK, []byte("[]"))
+	writeOTSRaw(w, http.StatusOK, []byte("[]"))
 }
 
 // maxStackDump bounds the goroutine dump of /api/stats/threads.
@@ -320,7 +320,7 @@ func (s *Server) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
 		threads = append(threads, t)
 	}
 	sort.Slice(threads, func(i, j int) bool { return threads[i].ThreadID < threads[j].ThreadID })
-	writeJSON(w, http.StatusOK, threads)
+	writeOTSJSON(w, http.StatusOK, threads)
 }
 
 // handleSearch answers /api/search/<type> other than lookup: OpenTSDB needs

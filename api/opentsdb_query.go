@@ -43,17 +43,17 @@ type subStats struct {
 	serialization time.Duration
 }
 
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+func otsMillis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func (st *subStats) appendJSON(dst []byte) []byte {
 	dst = fmt.Appendf(dst, `{"queryIndex":%d,"emittedDPs":%d,"nanDPs":%d,"dpsPostFilter":%d,"series":%d,`+
 		`"queryScanTime":%s,"aggregationTime":%s,"serializationTime":%s}`,
 		st.index, st.emitted, st.nanDPs, st.rawDPs, st.series,
-		fmtMs(st.scanTime), fmtMs(st.aggTime), fmtMs(st.serialization))
+		fmtMillis(st.scanTime), fmtMillis(st.aggTime), fmtMillis(st.serialization))
 	return dst
 }
 
-func fmtMs(d time.Duration) string { return strconv.FormatFloat(ms(d), 'f', 6, 64) }
+func fmtMillis(d time.Duration) string { return strconv.FormatFloat(otsMillis(d), 'f', 6, 64) }
 
 // handleQuery is /api/query: the JSON body (POST) or the m= / tsuid= query
 // string (GET), run through the engine, streamed out in OpenTSDB's shape.
@@ -258,8 +258,8 @@ func summaryJSON(subs []subResult, total time.Duration) []byte {
 	out := fmt.Appendf(nil, `{"emittedDPs":%d,"nanDPs":%d,"dpsPostFilter":%d,"processingPreWriteTime":%s,`+
 		`"avgQueryScanTime":%s,"maxQueryScanTime":%s,"avgAggregationTime":%s,"maxAggregationTime":%s,`+
 		`"avgSerializationTime":%s,"maxSerializationTime":%s`,
-		emitted, nan, raw, fmtMs(total), fmtMs(scanSum/n), fmtMs(scanMax), fmtMs(aggSum/n), fmtMs(aggMax),
-		fmtMs(serSum/n), fmtMs(serMax))
+		emitted, nan, raw, fmtMillis(total), fmtMillis(scanSum/n), fmtMillis(scanMax), fmtMillis(aggSum/n), fmtMillis(aggMax),
+		fmtMillis(serSum/n), fmtMillis(serMax))
 	for _, sb := range subs {
 		out = fmt.Appendf(out, `,"queryIdx_%02d":`, sb.stats.index)
 		out = sb.stats.appendJSON(out)

@@ -137,5 +137,5 @@ func (s *Server) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
 		completed = append(completed, rq.json(len(l.running), now))
 	}
 	l.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"running": running, "completed": completed})
+	writeOTSJSON(w, http.StatusOK, map[string]any{"running": running, "completed": completed})
 }

@@ -30,41 +30,37 @@ type openTSDBEndpoint struct {
 	h       http.HandlerFunc
 }
 
-const (
-	get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
-)
-
 // openTSDBRoutes registers the OpenTSDB HTTP API at /api/<x> and /api/v1/<x>
 // (except /api/v1/query, which the Prometheus dialect owns and hands to
 // handleQuery when the request is not PromQL).
 func (s *Server) openTSDBRoutes(r *mux.Router) {
 	s.ots = &openTSDB{meta: meta.New(s.head.Store()), queries: newQueryLog(s.cfg.QueryLogSize)}
 	eps := []openTSDBEndpoint{
-		{"put", []string{post}, s.handlePut},
-		{"query", []string{get, post, del}, s.handleQuery},
-		{"query/last", []string{get, post}, s.handleQueryLast},
+		{"put", []string{http.MethodPost}, s.handlePut},
+		{"query", []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.handleQuery},
+		{"query/last", []string{http.MethodGet, http.MethodPost}, s.handleQueryLast},
 		{"query/exp", nil, s.notImplemented},
 		{"query/gexp", nil, s.notImplemented},
-		{"suggest", []string{get, post}, s.handleSuggest},
-		{"search/lookup", []string{get, post}, s.handleLookup},
-		{"search/{type}", []string{get, post}, s.handleSearch},
-		{"uid/assign", []string{get, post}, s.handleUIDAssign},
-		{"uid/uidmeta", []string{get, post, put, del}, s.handleUIDMeta},
-		{"uid/tsmeta", []string{get, post, put, del}, s.handleTSMeta},
-		{"uid/rename", []string{get, post}, s.handleUIDRename},
-		{"annotation", []string{get, post, put, del}, s.handleAnnotation},
-		{"annotations", []string{get, post, put, del}, s.handleAnnotation},
-		{"annotation/bulk", []string{post, put, del}, s.handleAnnotationBulk},
-		{"aggregators", []string{get, post}, s.handleAggregators},
-		{"config", []string{get, post}, s.handleConfig},
-		{"config/filters", []string{get, post}, s.handleConfigFilters},
-		{"dropcaches", []string{get, del}, s.handleDropCaches},
-		{"stats", []string{get, post}, s.handleStats},
-		{"stats/jvm", []string{get, post}, s.handleStatsRuntime},
-		{"stats/query", []string{get, post}, s.handleStatsQuery},
-		{"stats/region_clients", []string{get, post}, s.handleStatsRegionClients},
-		{"stats/threads", []string{get, post}, s.handleStatsThreads},
-		{"version", []string{get, post}, s.handleVersion},
+		{"suggest", []string{http.MethodGet, http.MethodPost}, s.handleSuggest},
+		{"search/lookup", []string{http.MethodGet, http.MethodPost}, s.handleLookup},
+		{"search/{type}", []string{http.MethodGet, http.MethodPost}, s.handleSearch},
+		{"uid/assign", []string{http.MethodGet, http.MethodPost}, s.handleUIDAssign},
+		{"uid/uidmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleUIDMeta},
+		{"uid/tsmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleTSMeta},
+		{"uid/rename", []string{http.MethodGet, http.MethodPost}, s.handleUIDRename},
+		{"annotation", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotation},
+		{"annotations", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotation},
+		{"annotation/bulk", []string{http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotationBulk},
+		{"aggregators", []string{http.MethodGet, http.MethodPost}, s.handleAggregators},
+		{"config", []string{http.MethodGet, http.MethodPost}, s.handleConfig},
+		{"config/filters", []string{http.MethodGet, http.MethodPost}, s.handleConfigFilters},
+		{"dropcaches", []string{http.MethodGet, http.MethodDelete}, s.handleDropCaches},
+		{"stats", []string{http.MethodGet, http.MethodPost}, s.handleStats},
+		{"stats/jvm", []string{http.MethodGet, http.MethodPost}, s.handleStatsRuntime},
+		{"stats/query", []string{http.MethodGet, http.MethodPost}, s.handleStatsQuery},
+		{"stats/region_clients", []string{http.MethodGet, http.MethodPost}, s.handleStatsRegionClients},
+		{"stats/threads", []string{http.MethodGet, http.MethodPost}, s.handleStatsThreads},
+		{"version", []string{http.MethodGet, http.MethodPost}, s.handleVersion},
 		{"rollup", nil, s.notImplemented},
 		{"histogram", nil, s.notImplemented},
 		{"tree", nil, s.notImplemented},
@@ -96,7 +92,7 @@ func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 		if r.Method == http.MethodGet && opentsdb.HasFlag(q, "method_override") {
 			m := strings.ToUpper(q.Get("method_override"))
 			switch m {
-			case get, post, put, del:
+			case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
 				r.Method = m
 			case "":
 				writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Missing method override value", "")
@@ -118,13 +114,13 @@ func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		// gzip next to the connection, jsonp inside it.
-		if acceptsGzip(r) {
-			gw := &gzipWriter{ResponseWriter: w}
+		if otsAcceptsGzip(r) {
+			gw := &otsGzipWriter{ResponseWriter: w}
 			defer gw.finish()
 			w = gw
 		}
 		if jsonp != "" {
-			jw := &jsonpWriter{ResponseWriter: w, fn: jsonp}
+			jw := &otsJSONPWriter{ResponseWriter: w, fn: jsonp}
 			defer jw.finish()
 			w = jw
 		}
@@ -177,14 +173,14 @@ func validJSONP(name string) bool {
 }
 
 // jsonpWriter wraps the body of a reply as fn(body).
-type jsonpWriter struct {
+type otsJSONPWriter struct {
 	http.ResponseWriter
 	fn       string
 	started  bool // headers set
 	prefixed bool // "fn(" written
 }
 
-func (j *jsonpWriter) start() {
+func (j *otsJSONPWriter) start() {
 	if !j.started {
 		j.started = true
 		j.Header().Set("Content-Type", "application/javascript; charset=UTF-8")
@@ -192,12 +188,12 @@ func (j *jsonpWriter) start() {
 	}
 }
 
-func (j *jsonpWriter) WriteHeader(code int) {
+func (j *otsJSONPWriter) WriteHeader(code int) {
 	j.start()
 	j.ResponseWriter.WriteHeader(code)
 }
 
-func (j *jsonpWriter) Write(b []byte) (int, error) {
+func (j *otsJSONPWriter) Write(b []byte) (int, error) {
 	j.start()
 	if !j.prefixed {
 		j.prefixed = true
@@ -208,20 +204,20 @@ func (j *jsonpWriter) Write(b []byte) (int, error) {
 	return j.ResponseWriter.Write(b)
 }
 
-func (j *jsonpWriter) finish() {
+func (j *otsJSONPWriter) finish() {
 	if j.prefixed {
 		_, _ = j.ResponseWriter.Write([]byte(")"))
 	}
 }
 
-func (j *jsonpWriter) Flush() {
+func (j *otsJSONPWriter) Flush() {
 	if f, ok := j.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // acceptsGzip reports whether the client takes a gzipped reply.
-func acceptsGzip(r *http.Request) bool {
+func otsAcceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
@@ -239,21 +235,21 @@ func acceptsGzip(r *http.Request) bool {
 	return false
 }
 
-var gzipPool = sync.Pool{New: func() any {
+var otsGzipPool = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return zw
 }}
 
 // gzipWriter gzips a reply that has a body; replies without one (204, 304,
 // a status alone) go out as they are.
-type gzipWriter struct {
+type otsGzipWriter struct {
 	http.ResponseWriter
 	code    int
 	zw      *gzip.Writer
 	started bool // headers written
 }
 
-func (g *gzipWriter) WriteHeader(code int) {
+func (g *otsGzipWriter) WriteHeader(code int) {
 	if g.started || g.code != 0 {
 		return
 	}
@@ -265,7 +261,7 @@ func (g *gzipWriter) WriteHeader(code int) {
 	g.code = code // written with the first byte of the body
 }
 
-func (g *gzipWriter) Write(b []byte) (int, error) {
+func (g *otsGzipWriter) Write(b []byte) (int, error) {
 	if !g.started {
 		g.started = true
 		h := g.Header()
@@ -279,7 +275,7 @@ func (g *gzipWriter) Write(b []byte) (int, error) {
 			g.code = http.StatusOK
 		}
 		g.ResponseWriter.WriteHeader(g.code)
-		g.zw = gzipPool.Get().(*gzip.Writer)
+		g.zw = otsGzipPool.Get().(*gzip.Writer)
 		g.zw.Reset(g.ResponseWriter)
 	}
 	if g.zw == nil {
@@ -288,7 +284,7 @@ func (g *gzipWriter) Write(b []byte) (int, error) {
 	return g.zw.Write(b)
 }
 
-func (g *gzipWriter) Flush() {
+func (g *otsGzipWriter) Flush() {
 	if g.zw != nil {
 		_ = g.zw.Flush()
 	}
@@ -297,11 +293,11 @@ func (g *gzipWriter) Flush() {
 	}
 }
 
-func (g *gzipWriter) finish() {
+func (g *otsGzipWriter) finish() {
 	if g.zw != nil {
 		_ = g.zw.Close()
 		g.zw.Reset(nil)
-		gzipPool.Put(g.zw)
+		otsGzipPool.Put(g.zw)
 		g.zw = nil
 		return
 	}

@@ -53,7 +53,7 @@ func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	if names == nil {
 		names = []string{}
 	}
-	writeJSON(w, http.StatusOK, names)
+	writeOTSJSON(w, http.StatusOK, names)
 }
 
 // handleLookup is /api/search/lookup, answered from the series index (no
@@ -132,7 +132,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 	for i, t := range req.Tags {
 		tags[i] = map[string]string{"key": t.Key, "value": t.Value}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeOTSJSON(w, http.StatusOK, map[string]any{
 		"type": "LOOKUP", "metric": req.Metric, "tags": tags, "limit": req.Limit,
 		"time": float64(time.Since(began).Microseconds()) / 1000, "results": results,
 		"startIndex": 0, "totalResults": total,
@@ -233,16 +233,16 @@ func (s *Server) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		var ms []series.Matcher
+		var matchers []series.Matcher
 		for _, t := range sq.Tags {
 			m, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			ms = append(ms, m)
+			matchers = append(matchers, m)
 		}
-		entries = append(entries, s.head.Index().Select(sq.Metric, ms, false, 0, 1<<62)...)
+		entries = append(entries, s.head.Index().Select(sq.Metric, matchers, false, 0, 1<<62)...)
 		if len(entries) > s.cfg.LastMaxSeries {
 			break
 		}
@@ -290,7 +290,7 @@ func (s *Server) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')
-	writeRawJSON(w, http.StatusOK, b.Bytes())
+	writeOTSRaw(w, http.StatusOK, b.Bytes())
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {

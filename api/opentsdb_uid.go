@@ -80,7 +80,7 @@ func (s *Server) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 	if failed > 0 {
 		code = http.StatusBadRequest
 	}
-	writeJSON(w, code, resp)
+	writeOTSJSON(w, code, resp)
 }
 
 // parseUID decodes a hex UID of a kind; a bad one is a 400.
@@ -149,7 +149,7 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		writeJSON(w, http.StatusOK, cur)
+		writeOTSJSON(w, http.StatusOK, cur)
 	case http.MethodDelete:
 		if err := s.ots.meta.DeleteUIDMeta(ctx, byte(kind), id); err != nil {
 			s.writeError(w, r, err)
@@ -158,7 +158,7 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		// OpenTSDB's rule: a request that sets nothing is 304.
-		changed := nonEmpty2(req.DisplayName) || nonEmpty2(req.Description) || nonEmpty2(req.Notes) ||
+		changed := isSet(req.DisplayName) || isSet(req.Description) || isSet(req.Notes) ||
 			req.Custom != nil || (req.Created != nil && *req.Created != 0)
 		if !changed {
 			w.WriteHeader(http.StatusNotModified)
@@ -168,9 +168,9 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
 			next = meta.UIDMeta{Created: stored.Created}
 		}
-		setIf(&next.DisplayName, req.DisplayName)
-		setIf(&next.Description, req.Description)
-		setIf(&next.Notes, req.Notes)
+		setIfSent(&next.DisplayName, req.DisplayName)
+		setIfSent(&next.Description, req.Description)
+		setIfSent(&next.Notes, req.Notes)
 		if req.Custom != nil {
 			next.Custom = req.Custom
 		}
@@ -186,13 +186,13 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, cur)
+		writeOTSJSON(w, http.StatusOK, cur)
 	}
 }
 
-func nonEmpty2(p *string) bool { return p != nil && *p != "" }
+func isSet(p *string) bool { return p != nil && *p != "" }
 
-func setIf(dst *string, v *string) {
+func setIfSent(dst *string, v *string) {
 	if v != nil {
 		*dst = *v
 	}
@@ -304,7 +304,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 				s.writeError(w, r, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, out)
+			writeOTSJSON(w, http.StatusOK, out)
 			return
 		}
 		m, ok := q["m"]
@@ -321,16 +321,16 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		var ms []series.Matcher
+		var otsMillis []series.Matcher
 		for _, t := range tags {
 			mt, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			ms = append(ms, mt)
+			otsMillis = append(otsMillis, mt)
 		}
-		entries := s.head.Index().Select(metric, ms, false, 0, 1<<62)
+		entries := s.head.Index().Select(metric, otsMillis, false, 0, 1<<62)
 		if len(entries) > s.cfg.LastMaxSeries {
 			writeOpenTSDBError(w, http.StatusRequestEntityTooLarge, "Sorry, the query matches more than the limit of "+
 				itoaInt(s.cfg.LastMaxSeries)+" series", "narrow the metric's tags")
@@ -351,7 +351,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			}
 			out = append(out, tm)
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeOTSJSON(w, http.StatusOK, out)
 		return
 	}
 
@@ -417,8 +417,8 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	changed := nonEmpty2(req.DisplayName) || nonEmpty2(req.Description) || nonEmpty2(req.Notes) ||
-		nonEmpty2(req.Units) || nonEmpty2(req.DataType) || req.Custom != nil ||
+	changed := isSet(req.DisplayName) || isSet(req.Description) || isSet(req.Notes) ||
+		isSet(req.Units) || isSet(req.DataType) || req.Custom != nil ||
 		(req.Created != nil && *req.Created != 0) || (req.Retention != nil && *req.Retention != 0) ||
 		(req.Max != nil && !math.IsNaN(*req.Max)) || (req.Min != nil && !math.IsNaN(*req.Min))
 	if !changed {
@@ -430,11 +430,11 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 		next = meta.NewTSMeta()
 		next.Created = stored.Created
 	}
-	setIf(&next.DisplayName, req.DisplayName)
-	setIf(&next.Description, req.Description)
-	setIf(&next.Notes, req.Notes)
-	setIf(&next.Units, req.Units)
-	setIf(&next.DataType, req.DataType)
+	setIfSent(&next.DisplayName, req.DisplayName)
+	setIfSent(&next.Description, req.Description)
+	setIfSent(&next.Notes, req.Notes)
+	setIfSent(&next.Units, req.Units)
+	setIfSent(&next.DataType, req.DataType)
 	if req.Custom != nil {
 		next.Custom = req.Custom
 	}
@@ -459,7 +459,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeOTSJSON(w, http.StatusOK, out)
 }
 
 // handleUIDRename is /api/uid/rename: {"result":"true"}, or 400 with
@@ -486,7 +486,7 @@ func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fail := func(msg string) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"result": "false", "error": msg})
+		writeOTSJSON(w, http.StatusBadRequest, map[string]string{"result": "false", "error": msg})
 	}
 	kind := uidKinds[req.Type]
 	what := map[uid.Kind]string{uid.Metric: "metric", uid.TagK: "tagk", uid.TagV: "tagv"}[kind]
@@ -511,7 +511,7 @@ func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"result": "true"})
+	writeOTSJSON(w, http.StatusOK, map[string]string{"result": "true"})
 }
 
 // nameInUse reports whether any series in the index carries the name.

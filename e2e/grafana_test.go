@@ -28,25 +28,25 @@ import (
 //	net.bytes host=web01: t0:0 t0+60:600 t0+120:1200 t0+180:100 (reset) t0+240:700
 //	memory.usage_bytes host=web01 region=eu-west-1: t0:2048
 func grafanaData(t *testing.T, s *server) {
-	putOK(t, s, arr(
-		dp("cpu.usage", t0, "10", "host", "web01", "region", "eu-west-1"),
-		dp("cpu.usage", t0+30, "20", "host", "web01", "region", "eu-west-1"),
-		dp("cpu.usage", t0+60, "30", "host", "web01", "region", "eu-west-1"),
-		dp("cpu.usage", t0+90, "40", "host", "web01", "region", "eu-west-1"),
-		dp("cpu.usage", t0, "1", "host", "web02", "region", "eu-west-1"),
-		dp("cpu.usage", t0+60, "3", "host", "web02", "region", "eu-west-1"),
-		dp("cpu.usage", t0, "100", "host", "db01", "region", "us-east-1"),
-		dp("net.bytes", t0, "0", "host", "web01"),
-		dp("net.bytes", t0+60, "600", "host", "web01"),
-		dp("net.bytes", t0+120, "1200", "host", "web01"),
-		dp("net.bytes", t0+180, "100", "host", "web01"),
-		dp("net.bytes", t0+240, "700", "host", "web01"),
-		dp("memory.usage_bytes", t0, "2048", "host", "web01", "region", "eu-west-1")))
+	otsPutOK(t, s, otsArr(
+		otsDP("cpu.usage", otsT0, "10", "host", "web01", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0+30, "20", "host", "web01", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0+60, "30", "host", "web01", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0+90, "40", "host", "web01", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0, "1", "host", "web02", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0+60, "3", "host", "web02", "region", "eu-west-1"),
+		otsDP("cpu.usage", otsT0, "100", "host", "db01", "region", "us-east-1"),
+		otsDP("net.bytes", otsT0, "0", "host", "web01"),
+		otsDP("net.bytes", otsT0+60, "600", "host", "web01"),
+		otsDP("net.bytes", otsT0+120, "1200", "host", "web01"),
+		otsDP("net.bytes", otsT0+180, "100", "host", "web01"),
+		otsDP("net.bytes", otsT0+240, "700", "host", "web01"),
+		otsDP("memory.usage_bytes", otsT0, "2048", "host", "web01", "region", "eu-west-1")))
 	// A global annotation and one on web01's CPU series, for the annotation queries.
 	var lk struct{ Results []struct{ TSUID string } }
-	decode(t, want(t, s, 200, "GET", "/api/search/lookup?m="+url.QueryEscape("cpu.usage{host=web01}"), nil), &lk)
-	want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"description":"deploy web01"}`, lk.Results[0].TSUID, t0+45))
-	want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"maintenance"}`, t0+50))
+	otsDecode(t, otsWant(t, s, 200, "GET", "/api/search/lookup?m="+url.QueryEscape("cpu.usage{host=web01}"), nil), &lk)
+	otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"description":"deploy web01"}`, lk.Results[0].TSUID, otsT0+45))
+	otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"maintenance"}`, otsT0+50))
 }
 
 // grafanaGet is a GET as Grafana sends it; it returns the status and body.
@@ -99,7 +99,7 @@ func lookupKeys(t *testing.T, body []byte) []string {
 			set[k] = true
 		}
 	}
-	return sortedKeys(set)
+	return otsSortedKeys(set)
 }
 
 func lookupValues(t *testing.T, body []byte, key string) []string {
@@ -116,12 +116,12 @@ func lookupValues(t *testing.T, body []byte, key string) []string {
 			set[v] = true
 		}
 	}
-	return sortedKeys(set)
+	return otsSortedKeys(set)
 }
 
 // frame is what a path makes of one result: its name, labels and points
 // (ms → value).
-type frame struct {
+type grafanaFrame struct {
 	metric  string
 	tags    map[string]string
 	aggTags []string
@@ -132,8 +132,8 @@ type frame struct {
 	tagKeys []string // the backend's meta.custom.tagKeys
 }
 
-func (f frame) label() string {
-	keys := sortedKeys(f.tags)
+func (f grafanaFrame) label() string {
+	keys := otsSortedKeys(f.tags)
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, k+"="+f.tags[k])
@@ -144,15 +144,15 @@ func (f frame) label() string {
 // parseLegacy is transformMetricData: a JSON array; per element metric,
 // tags, aggregateTags, and dps as an object whose keys are seconds (×1000)
 // or, with tsdbResolution 2, ms.
-func parseLegacy(t *testing.T, body []byte, msResolution bool) []frame {
+func parseLegacy(t *testing.T, body []byte, msResolution bool) []grafanaFrame {
 	t.Helper()
 	var rs []map[string]any
 	if err := json.Unmarshal(body, &rs); err != nil {
 		t.Fatalf("legacy: the reply %s is not a JSON array: %v", body, err)
 	}
-	var out []frame
+	var out []grafanaFrame
 	for _, r := range rs {
-		f := frame{metric: r["metric"].(string), tags: map[string]string{}, points: map[int64]float64{}, index: -1}
+		f := grafanaFrame{metric: r["metric"].(string), tags: map[string]string{}, points: map[int64]float64{}, index: -1}
 		for k, v := range r["tags"].(map[string]any) {
 			f.tags[k] = v.(string)
 		}
@@ -180,10 +180,10 @@ func parseLegacy(t *testing.T, body []byte, msResolution bool) []frame {
 		if q, ok := r["query"].(map[string]any); ok {
 			f.index = int(q["index"].(float64))
 		}
-		for _, a := range listOf(r["annotations"]) {
+		for _, a := range grafanaList(r["annotations"]) {
 			f.notes = append(f.notes, fmt.Sprintf("%s@%d", a["description"], int64(a["startTime"].(float64))*1000))
 		}
-		for _, a := range listOf(r["globalAnnotations"]) {
+		for _, a := range grafanaList(r["globalAnnotations"]) {
 			f.globals = append(f.globals, fmt.Sprintf("%s@%d", a["description"], int64(a["startTime"].(float64))*1000))
 		}
 		out = append(out, f)
@@ -191,7 +191,7 @@ func parseLegacy(t *testing.T, body []byte, msResolution bool) []frame {
 	return out
 }
 
-func listOf(v any) []map[string]any {
+func grafanaList(v any) []map[string]any {
 	l, _ := v.([]any)
 	var out []map[string]any
 	for _, x := range l {
@@ -202,7 +202,7 @@ func listOf(v any) []map[string]any {
 
 // parseBackend is ParseResponse24 (dps [][]float64) or ParseResponseLT24
 // (dps map[string]float64), decoded with encoding/json as the plugin does.
-func parseBackend(t *testing.T, body []byte, v24 bool) []frame {
+func parseBackend(t *testing.T, body []byte, v24 bool) []grafanaFrame {
 	t.Helper()
 	type common struct {
 		Metric            string            `json:"metric"`
@@ -211,10 +211,10 @@ func parseBackend(t *testing.T, body []byte, v24 bool) []frame {
 		Annotations       []map[string]any  `json:"annotations"`
 		GlobalAnnotations []map[string]any  `json:"globalAnnotations"`
 	}
-	var out []frame
-	add := func(c common, pts map[int64]float64) {
-		f := frame{metric: c.Metric, tags: c.Tags, aggTags: c.AggregateTags, points: pts, index: -1}
-		keys := sortedKeys(c.Tags)
+	var out []grafanaFrame
+	add := func(c common, otsPts map[int64]float64) {
+		f := grafanaFrame{metric: c.Metric, tags: c.Tags, aggTags: c.AggregateTags, points: otsPts, index: -1}
+		keys := otsSortedKeys(c.Tags)
 		f.tagKeys = append(keys, c.AggregateTags...)
 		for _, a := range c.Annotations {
 			f.notes = append(f.notes, fmt.Sprintf("%s@%d", a["description"], int64(a["startTime"].(float64))*1000))
@@ -233,11 +233,11 @@ func parseBackend(t *testing.T, body []byte, v24 bool) []frame {
 			t.Fatalf("backend 2.4: %s: %v", body, err)
 		}
 		for _, r := range rs {
-			pts := map[int64]float64{}
+			points := map[int64]float64{}
 			for _, p := range r.DPS {
-				pts[int64(p[0])*1000] = p[1] // time.Unix(seconds)
+				points[int64(p[0])*1000] = p[1] // time.Unix(seconds)
 			}
-			add(r.common, pts)
+			add(r.common, points)
 		}
 		return out
 	}
@@ -249,24 +249,24 @@ func parseBackend(t *testing.T, body []byte, v24 bool) []frame {
 		t.Fatalf("backend <2.4: %s: %v", body, err)
 	}
 	for _, r := range rs {
-		pts := map[int64]float64{}
-		keys := sortedKeys(r.DPS)
+		points := map[int64]float64{}
+		keys := otsSortedKeys(r.DPS)
 		for _, k := range keys {
 			sec, err := strconv.ParseInt(k, 10, 64)
 			if err != nil {
 				t.Fatalf("backend: dps key %q", k)
 			}
-			pts[sec*1000] = r.DPS[k]
+			points[sec*1000] = r.DPS[k]
 		}
-		add(r.common, pts)
+		add(r.common, points)
 	}
 	return out
 }
 
 // byLabel indexes frames by label and fails on duplicates.
-func byLabel(t *testing.T, fs []frame) map[string]frame {
+func grafanaByLabel(t *testing.T, fs []grafanaFrame) map[string]grafanaFrame {
 	t.Helper()
-	out := map[string]frame{}
+	out := map[string]grafanaFrame{}
 	for _, f := range fs {
 		if _, dup := out[f.label()]; dup {
 			t.Fatalf("two frames %s", f.label())
@@ -276,7 +276,7 @@ func byLabel(t *testing.T, fs []frame) map[string]frame {
 	return out
 }
 
-func checkFrame(t *testing.T, what string, f frame, exp map[int64]float64) {
+func grafanaCheckFrame(t *testing.T, what string, f grafanaFrame, exp map[int64]float64) {
 	t.Helper()
 	if len(f.points) != len(exp) {
 		t.Fatalf("%s: points %v, want %v", what, f.points, exp)
@@ -387,18 +387,18 @@ func (g grafanaTarget) backendQuery(interval string) map[string]any {
 func TestGrafanaOpenTSDBDatasource(t *testing.T) {
 	s := start(t, t.TempDir())
 	grafanaData(t, s)
-	from, to := t0-3600, t0+3600 // the dashboard's time range, seconds
+	from, to := otsT0-3600, otsT0+3600 // the dashboard's time range, seconds
 
 	// Targets and what each gives, by label (ms → value). Values worked out
 	// from grafanaData: 1m-avg buckets of web01 are avg(10,20)=15 and
 	// avg(30,40)=35; of web02 1 and 3; of db01 100.
 	webAvg := map[string]map[int64]float64{
-		"cpu.usage{host=web01, region=eu-west-1}": {t0 * 1000: 15, (t0 + 60) * 1000: 35},
-		"cpu.usage{host=web02, region=eu-west-1}": {t0 * 1000: 1, (t0 + 60) * 1000: 3},
+		"cpu.usage{host=web01, region=eu-west-1}": {otsT0 * 1000: 15, (otsT0 + 60) * 1000: 35},
+		"cpu.usage{host=web02, region=eu-west-1}": {otsT0 * 1000: 1, (otsT0 + 60) * 1000: 3},
 	}
 	// net.bytes downsampled per minute, then the rate per second with the
 	// reset at t0+180 dropped: 600/60, 600/60, (dropped), 600/60.
-	rate := map[string]map[int64]float64{"net.bytes{host=web01}": {(t0 + 60) * 1000: 10, (t0 + 120) * 1000: 10, (t0 + 240) * 1000: 10}}
+	rate := map[string]map[int64]float64{"net.bytes{host=web01}": {(otsT0 + 60) * 1000: 10, (otsT0 + 120) * 1000: 10, (otsT0 + 240) * 1000: 10}}
 
 	for version := 1; version <= 4; version++ {
 		t.Run(fmt.Sprintf("legacy frontend, tsdbVersion %d", version), func(t *testing.T) {
@@ -479,23 +479,23 @@ func TestGrafanaOpenTSDBDatasource(t *testing.T) {
 					t.Fatalf("query: %d %s", code, reply)
 				}
 				frames := parseLegacy(t, reply, resolution == 2)
-				got := byLabel(t, frames)
+				got := grafanaByLabel(t, frames)
 				if len(got) != 3 {
 					t.Fatalf("resolution %d: frames %v", resolution, got)
 				}
 				for label, exp := range webAvg {
-					checkFrame(t, label, got[label], exp)
-					if fmt.Sprint(got[label].globals) != fmt.Sprintf("[maintenance@%d]", (t0+50)*1000) {
+					grafanaCheckFrame(t, label, got[label], exp)
+					if fmt.Sprint(got[label].globals) != fmt.Sprintf("[maintenance@%d]", (otsT0+50)*1000) {
 						t.Fatalf("%s globalAnnotations: %v", label, got[label].globals)
 					}
 				}
 				for label, exp := range rate {
 					if version == 1 {
 						// Version 1 sends no dropResets: the counter wraps at 2^63-1.
-						exp = map[int64]float64{(t0 + 60) * 1000: 10, (t0 + 120) * 1000: 10,
-							(t0 + 180) * 1000: (float64(math.MaxInt64) - 1200 + 100) / 60, (t0 + 240) * 1000: 10}
+						exp = map[int64]float64{(otsT0 + 60) * 1000: 10, (otsT0 + 120) * 1000: 10,
+							(otsT0 + 180) * 1000: (float64(math.MaxInt64) - 1200 + 100) / 60, (otsT0 + 240) * 1000: 10}
 					}
-					checkFrame(t, label, got[label], exp)
+					grafanaCheckFrame(t, label, got[label], exp)
 				}
 				if version == 3 {
 					// mapMetricsToTargets by query.index.
@@ -514,8 +514,8 @@ func TestGrafanaOpenTSDBDatasource(t *testing.T) {
 				t.Fatalf("annotation query: %d %s", code, reply)
 			}
 			fs := parseLegacy(t, reply, false)
-			if len(fs) != 1 || fmt.Sprint(fs[0].notes) != fmt.Sprintf("[deploy web01@%d]", (t0+45)*1000) ||
-				fmt.Sprint(fs[0].globals) != fmt.Sprintf("[maintenance@%d]", (t0+50)*1000) {
+			if len(fs) != 1 || fmt.Sprint(fs[0].notes) != fmt.Sprintf("[deploy web01@%d]", (otsT0+45)*1000) ||
+				fmt.Sprint(fs[0].globals) != fmt.Sprintf("[maintenance@%d]", (otsT0+50)*1000) {
 				t.Fatalf("annotations: %+v", fs)
 			}
 
@@ -562,7 +562,7 @@ func TestGrafanaOpenTSDBDatasource(t *testing.T) {
 			if version == 4 {
 				path += "?arrays=true"
 			}
-			run := func(tg grafanaTarget, interval string) []frame {
+			run := func(tg grafanaTarget, interval string) []grafanaFrame {
 				t.Helper()
 				body := struct {
 					Start   int64            `json:"start"`
@@ -576,55 +576,55 @@ func TestGrafanaOpenTSDBDatasource(t *testing.T) {
 				}
 				return parseBackend(t, reply, version == 4)
 			}
-			got := byLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "avg",
+			got := grafanaByLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "avg",
 				filters: []map[string]any{{"filter": "web*", "groupBy": true, "tagk": "host", "type": "wildcard"}}}, "1m"))
 			if len(got) != 2 {
 				t.Fatalf("frames: %v", got)
 			}
 			for label, exp := range webAvg {
-				checkFrame(t, label, got[label], exp)
+				grafanaCheckFrame(t, label, got[label], exp)
 				if fmt.Sprint(got[label].tagKeys) != "[host region]" {
 					t.Fatalf("%s tagKeys %v", label, got[label].tagKeys)
 				}
 			}
 			// Without group-by: one frame, host aggregated away; 15+1, 35+3.
-			got = byLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "avg",
+			got = grafanaByLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "avg",
 				filters: []map[string]any{{"filter": "web*", "groupBy": false, "tagk": "host", "type": "wildcard"}}}, "1m"))
 			f := got["cpu.usage{region=eu-west-1}"]
-			checkFrame(t, "no group-by", f, map[int64]float64{t0 * 1000: 16, (t0 + 60) * 1000: 38})
+			grafanaCheckFrame(t, "no group-by", f, map[int64]float64{otsT0 * 1000: 16, (otsT0 + 60) * 1000: 38})
 			if fmt.Sprint(f.tagKeys) != "[region host]" {
 				t.Fatalf("tagKeys with aggregateTags: %v", f.tagKeys)
 			}
 			// The rate with dropResets (no counterMax, no resetValue).
-			got = byLabel(t, run(grafanaTarget{metric: "net.bytes", aggregator: "sum", downsampleAggregator: "avg", rate: true, counter: true}, "1m"))
+			got = grafanaByLabel(t, run(grafanaTarget{metric: "net.bytes", aggregator: "sum", downsampleAggregator: "avg", rate: true, counter: true}, "1m"))
 			for label, exp := range rate {
-				checkFrame(t, label, got[label], exp)
+				grafanaCheckFrame(t, label, got[label], exp)
 			}
 			// counterMax and resetValue as float64: wrapping at 1300,
 			// (1300-1200+100)/60 = 3.33 < 5, so kept.
-			got = byLabel(t, run(grafanaTarget{metric: "net.bytes", aggregator: "sum", downsampleAggregator: "avg", rate: true, counter: true,
+			got = grafanaByLabel(t, run(grafanaTarget{metric: "net.bytes", aggregator: "sum", downsampleAggregator: "avg", rate: true, counter: true,
 				counterMax: "1300", resetValue: "5"}, "1m"))
-			checkFrame(t, "counterMax", got["net.bytes{host=web01}"], map[int64]float64{(t0 + 60) * 1000: 10, (t0 + 120) * 1000: 10,
-				(t0 + 180) * 1000: 200.0 / 60, (t0 + 240) * 1000: 10})
+			grafanaCheckFrame(t, "counterMax", got["net.bytes{host=web01}"], map[int64]float64{(otsT0 + 60) * 1000: 10, (otsT0 + 120) * 1000: 10,
+				(otsT0 + 180) * 1000: 200.0 / 60, (otsT0 + 240) * 1000: 10})
 			// Sub-second interval, as 500ms; the fill policy appended.
-			got = byLabel(t, run(grafanaTarget{metric: "memory.usage_bytes", aggregator: "max", downsampleAggregator: "max", fillPolicy: "none"}, "500ms"))
-			checkFrame(t, "500ms", got["memory.usage_bytes{host=web01, region=eu-west-1}"], map[int64]float64{t0 * 1000: 2048})
+			got = grafanaByLabel(t, run(grafanaTarget{metric: "memory.usage_bytes", aggregator: "max", downsampleAggregator: "max", fillPolicy: "none"}, "500ms"))
+			grafanaCheckFrame(t, "500ms", got["memory.usage_bytes{host=web01, region=eu-west-1}"], map[int64]float64{otsT0 * 1000: 2048})
 			// Legacy tags, explicitTags, a zero fill (null would decode as 0 too).
-			got = byLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "sum", downsampleInterval: "30m", fillPolicy: "zero",
+			got = grafanaByLabel(t, run(grafanaTarget{metric: "cpu.usage", aggregator: "sum", downsampleAggregator: "sum", downsampleInterval: "30m", fillPolicy: "zero",
 				tags: map[string]string{"host": "db01", "region": "*"}, explicitTags: true}, "1m"))
 			f = got["cpu.usage{host=db01, region=us-east-1}"]
-			if len(f.points) == 0 || f.points[t0*1000] != 100 {
+			if len(f.points) == 0 || f.points[otsT0*1000] != 100 {
 				t.Fatalf("tags with zero fill: %v", got)
 			}
 			for ts, v := range f.points {
-				if ts != t0*1000 && v != 0 {
+				if ts != otsT0*1000 && v != 0 {
 					t.Fatalf("zero fill at %d: %v", ts, v)
 				}
 			}
 			// The annotation query: disableDownsampling, aggregator sum; the
 			// backend never asks for global annotations.
 			fs := run(grafanaTarget{metric: "cpu.usage", aggregator: "sum"}, "1m")
-			if len(fs) != 1 || fmt.Sprint(fs[0].notes) != fmt.Sprintf("[deploy web01@%d]", (t0+45)*1000) || len(fs[0].globals) != 0 {
+			if len(fs) != 1 || fmt.Sprint(fs[0].notes) != fmt.Sprintf("[deploy web01@%d]", (otsT0+45)*1000) || len(fs[0].globals) != 0 {
 				t.Fatalf("backend annotations: %+v", fs)
 			}
 			// CreateRequest with an empty query: a non-2xx becomes an error.

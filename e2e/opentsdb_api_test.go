@@ -17,13 +17,13 @@ import (
 // running binary: what each answers, and its errors for bad input.
 func TestOpenTSDBEndpoints(t *testing.T) {
 	s := start(t, t.TempDir(), "-cors-domains", "http://grafana.example")
-	putOK(t, s, arr(
-		dp("sys.cpu.user", t0, "1", "host", "web01", "dc", "lga"),
-		dp("sys.cpu.user", t0+10, "2", "host", "web01", "dc", "lga"),
-		dp("sys.cpu.user", t0+20, "3.5", "host", "web02", "dc", "lga"),
-		dp("sys.cpu.user", t0+5, "7", "host", "db01", "dc", "sjc"),
-		dp("sys.cpu.sys", t0, "9", "host", "web01", "dc", "lga"),
-		dp("sys.mem", t0, "100", "host", "web01")))
+	otsPutOK(t, s, otsArr(
+		otsDP("sys.cpu.user", otsT0, "1", "host", "web01", "dc", "lga"),
+		otsDP("sys.cpu.user", otsT0+10, "2", "host", "web01", "dc", "lga"),
+		otsDP("sys.cpu.user", otsT0+20, "3.5", "host", "web02", "dc", "lga"),
+		otsDP("sys.cpu.user", otsT0+5, "7", "host", "db01", "dc", "sjc"),
+		otsDP("sys.cpu.sys", otsT0, "9", "host", "web01", "dc", "lga"),
+		otsDP("sys.mem", otsT0, "100", "host", "web01")))
 	// The TSUIDs of the series, by host, from a lookup.
 	tsuid := map[string]string{}
 	{
@@ -33,7 +33,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 				Tags  map[string]string
 			}
 		}
-		decode(t, want(t, s, 200, "GET", "/api/search/lookup?m=sys.cpu.user", nil), &lk)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/search/lookup?m=sys.cpu.user", nil), &lk)
 		for _, r := range lk.Results {
 			tsuid[r.Tags["host"]] = r.TSUID
 		}
@@ -43,7 +43,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 	}
 
 	t.Run("suggest", func(t *testing.T) {
-		cases := []struct{ qs, want string }{
+		cases := []struct{ qs, otsWant string }{
 			{"type=metrics&q=sys", `["sys.cpu.sys","sys.cpu.user","sys.mem"]`},
 			{"type=metrics&q=sys.cpu", `["sys.cpu.sys","sys.cpu.user"]`},
 			{"type=metrics&q=sys&max=1", `["sys.cpu.sys"]`},
@@ -54,20 +54,20 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 		for _, c := range cases {
 			for _, p := range []string{"/api/suggest?", "/api/v1/suggest?"} {
-				if got := string(want(t, s, 200, "GET", p+c.qs, nil)); got != c.want {
-					t.Fatalf("%s%s: %s, want %s", p, c.qs, got, c.want)
+				if got := string(otsWant(t, s, 200, "GET", p+c.qs, nil)); got != c.otsWant {
+					t.Fatalf("%s%s: %s, want %s", p, c.qs, got, c.otsWant)
 				}
 			}
 		}
-		if got := string(want(t, s, 200, "POST", "/api/suggest", `{"type":"tagv","q":"db","max":"10"}`)); got != `["db01"]` {
+		if got := string(otsWant(t, s, 200, "POST", "/api/suggest", `{"type":"tagv","q":"db","max":"10"}`)); got != `["db01"]` {
 			t.Fatalf("POST suggest: %s", got)
 		}
-		wantError(t, s, 400, "GET", "/api/suggest?q=sys", nil, "Missing parameter <code>type</code>")
-		wantError(t, s, 400, "GET", "/api/suggest?type=metric", nil, "Invalid 'type' parameter:metric")
-		wantError(t, s, 400, "GET", "/api/suggest?type=metrics&max=ten", nil, "Unable to parse 'max' as a number")
-		wantError(t, s, 400, "POST", "/api/suggest", `{"q":"x"}`, "Missing 'type' parameter")
-		wantError(t, s, 400, "POST", "/api/suggest", `[`, "Unable to parse the given JSON")
-		wantError(t, s, 405, "PUT", "/api/suggest", nil, "Method not allowed")
+		otsWantError(t, s, 400, "GET", "/api/suggest?q=sys", nil, "Missing parameter <code>type</code>")
+		otsWantError(t, s, 400, "GET", "/api/suggest?type=metric", nil, "Invalid 'type' parameter:metric")
+		otsWantError(t, s, 400, "GET", "/api/suggest?type=metrics&max=ten", nil, "Unable to parse 'max' as a number")
+		otsWantError(t, s, 400, "POST", "/api/suggest", `{"q":"x"}`, "Missing 'type' parameter")
+		otsWantError(t, s, 400, "POST", "/api/suggest", `[`, "Unable to parse the given JSON")
+		otsWantError(t, s, 405, "PUT", "/api/suggest", nil, "Method not allowed")
 	})
 
 	t.Run("search/lookup", func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 		get := func(qs string) lookup {
 			var lk lookup
-			decode(t, want(t, s, 200, "GET", "/api/search/lookup?"+qs, nil), &lk)
+			otsDecode(t, otsWant(t, s, 200, "GET", "/api/search/lookup?"+qs, nil), &lk)
 			return lk
 		}
 		hosts := func(lk lookup) string {
@@ -95,7 +95,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			sort.Strings(hs)
 			return strings.Join(hs, " ")
 		}
-		cases := []struct{ m, want string }{
+		cases := []struct{ m, otsWant string }{
 			{"sys.cpu.user", "sys.cpu.user/db01 sys.cpu.user/web01 sys.cpu.user/web02"},
 			{"sys.cpu.user{host=web01}", "sys.cpu.user/web01"},
 			{"sys.cpu.user{dc=lga}", "sys.cpu.user/web01 sys.cpu.user/web02"},
@@ -109,8 +109,8 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			{"*{=lga,=sjc}", "sys.cpu.sys/web01 sys.cpu.user/db01 sys.cpu.user/web01 sys.cpu.user/web02"},
 		}
 		for _, c := range cases {
-			if got := hosts(get("m=" + url.QueryEscape(c.m))); got != c.want {
-				t.Fatalf("lookup %s: %q, want %q", c.m, got, c.want)
+			if got := hosts(get("m=" + url.QueryEscape(c.m))); got != c.otsWant {
+				t.Fatalf("lookup %s: %q, want %q", c.m, got, c.otsWant)
 			}
 		}
 		lk := get("m=sys.cpu.user&limit=2")
@@ -124,17 +124,17 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			t.Fatalf("result shape: %+v", r)
 		}
 		var lk2 lookup
-		decode(t, want(t, s, 200, "POST", "/api/search/lookup", `{"metric":"sys.cpu.user","tags":[{"key":"host","value":"db01"}]}`), &lk2)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/search/lookup", `{"metric":"sys.cpu.user","tags":[{"key":"host","value":"db01"}]}`), &lk2)
 		if hosts(lk2) != "sys.cpu.user/db01" {
 			t.Fatalf("POST lookup: %+v", lk2)
 		}
-		wantError(t, s, 400, "GET", "/api/search/lookup", nil, "Missing parameter <code>m</code>")
-		wantError(t, s, 400, "GET", "/api/search/lookup?m="+url.QueryEscape("x{host=a"), nil, "Unable to parse query")
-		wantError(t, s, 400, "GET", "/api/search/lookup?m=sys.mem&limit=x", nil, "Unable to convert 'limit' to a valid number")
-		wantError(t, s, 404, "GET", "/api/search/lookup?m=no.such.metric", nil, "Unable to resolve one or more UIDs")
-		wantError(t, s, 404, "GET", "/api/search/lookup?m="+url.QueryEscape("sys.mem{nokey=*}"), nil, "Unable to resolve one or more UIDs")
-		wantError(t, s, 400, "GET", "/api/search/tsmeta?query=x", nil, "Searching is not enabled")
-		wantError(t, s, 400, "GET", "/api/search/nosuch", nil, "Invalid search query type supplied")
+		otsWantError(t, s, 400, "GET", "/api/search/lookup", nil, "Missing parameter <code>m</code>")
+		otsWantError(t, s, 400, "GET", "/api/search/lookup?m="+url.QueryEscape("x{host=a"), nil, "Unable to parse query")
+		otsWantError(t, s, 400, "GET", "/api/search/lookup?m=sys.mem&limit=x", nil, "Unable to convert 'limit' to a valid number")
+		otsWantError(t, s, 404, "GET", "/api/search/lookup?m=no.such.metric", nil, "Unable to resolve one or more UIDs")
+		otsWantError(t, s, 404, "GET", "/api/search/lookup?m="+url.QueryEscape("sys.mem{nokey=*}"), nil, "Unable to resolve one or more UIDs")
+		otsWantError(t, s, 400, "GET", "/api/search/tsmeta?query=x", nil, "Searching is not enabled")
+		otsWantError(t, s, 400, "GET", "/api/search/nosuch", nil, "Invalid search query type supplied")
 	})
 
 	t.Run("query/last", func(t *testing.T) {
@@ -151,13 +151,13 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			if body != "" {
 				b = body
 			}
-			decode(t, want(t, s, 200, method, path, b), &out)
+			otsDecode(t, otsWant(t, s, 200, method, path, b), &out)
 			return out
 		}
 		// Every series of the metric with host=web01: its newest point, ms,
 		// the value a string; no names without resolve.
 		got := get("GET", "/api/query/last?timeseries="+url.QueryEscape("sys.cpu.user{host=web01}"), "")
-		if len(got) != 1 || got[0].Timestamp != (t0+10)*1000 || got[0].Value != "2" || got[0].TSUID != tsuid["web01"] || got[0].Metric != "" {
+		if len(got) != 1 || got[0].Timestamp != (otsT0+10)*1000 || got[0].Value != "2" || got[0].TSUID != tsuid["web01"] || got[0].Metric != "" {
 			t.Fatalf("last web01: %+v", got)
 		}
 		got = get("GET", "/api/query/last?resolve&timeseries=sys.cpu.user", "")
@@ -171,7 +171,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 				t.Fatalf("resolve: %+v", l)
 			}
 		}
-		if byHost["web02"].Value != "3.5" || byHost["db01"].Timestamp != (t0+5)*1000 || byHost["web01"].Value != "2" {
+		if byHost["web02"].Value != "3.5" || byHost["db01"].Timestamp != (otsT0+5)*1000 || byHost["web01"].Value != "2" {
 			t.Fatalf("last by host: %+v", byHost)
 		}
 		got = get("GET", "/api/query/last?tsuids="+tsuid["db01"]+","+tsuid["web02"], "")
@@ -188,108 +188,108 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 		// The newest point of a series whose latest write is old, and a
 		// point written later at an earlier time does not change it.
-		putOK(t, s, arr(dp("sys.mem", t0-86400*30, "5", "host", "web01")))
+		otsPutOK(t, s, otsArr(otsDP("sys.mem", otsT0-86400*30, "5", "host", "web01")))
 		if got := get("GET", "/api/query/last?timeseries=sys.mem", ""); len(got) != 1 || got[0].Value != "100" {
 			t.Fatalf("last after an old write: %+v", got)
 		}
-		wantError(t, s, 400, "GET", "/api/query/last", nil, "Missing sub queries")
-		wantError(t, s, 400, "GET", "/api/query/last?timeseries=nosuch.metric", nil, "No such name for 'metrics'")
-		wantError(t, s, 400, "GET", "/api/query/last?back_scan=x&timeseries=sys.mem", nil, "Unable to parse back_scan parameter")
-		wantError(t, s, 400, "GET", "/api/query/last?tsuids=XYZ", nil, "Invalid TSUID")
-		wantError(t, s, 400, "POST", "/api/query/last", `{"queries":[]}`, "Missing sub queries")
+		otsWantError(t, s, 400, "GET", "/api/query/last", nil, "Missing sub queries")
+		otsWantError(t, s, 400, "GET", "/api/query/last?timeseries=nosuch.metric", nil, "No such name for 'metrics'")
+		otsWantError(t, s, 400, "GET", "/api/query/last?back_scan=x&timeseries=sys.mem", nil, "Unable to parse back_scan parameter")
+		otsWantError(t, s, 400, "GET", "/api/query/last?tsuids=XYZ", nil, "Invalid TSUID")
+		otsWantError(t, s, 400, "POST", "/api/query/last", `{"queries":[]}`, "Missing sub queries")
 	})
 
 	t.Run("uid/assign", func(t *testing.T) {
 		var r map[string]map[string]string
-		decode(t, want(t, s, 200, "GET", "/api/uid/assign?metric=new.metric.a,new.metric.b&tagk=newk", nil), &r)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/assign?metric=new.metric.a,new.metric.b&tagk=newk", nil), &r)
 		if len(r["metric"]) != 2 || len(r["tagk"]) != 1 || len(r["metric"]["new.metric.a"]) != 6 {
 			t.Fatalf("assign: %+v", r)
 		}
 		// Assigned names are suggested.
-		if got := string(want(t, s, 200, "GET", "/api/suggest?type=metrics&q=new.", nil)); got != `["new.metric.a","new.metric.b"]` {
+		if got := string(otsWant(t, s, 200, "GET", "/api/suggest?type=metrics&q=new.", nil)); got != `["new.metric.a","new.metric.b"]` {
 			t.Fatalf("suggest after assign: %s", got)
 		}
 		r = nil
-		decode(t, want(t, s, 400, "POST", "/api/uid/assign", `{"metric":["sys.mem","new.metric.c","bad name"],"tagv":["v1"]}`), &r)
+		otsDecode(t, otsWant(t, s, 400, "POST", "/api/uid/assign", `{"metric":["sys.mem","new.metric.c","bad name"],"tagv":["v1"]}`), &r)
 		if len(r["metric"]) != 1 || r["metric_errors"]["sys.mem"] == "" || !strings.Contains(r["metric_errors"]["sys.mem"], "Name already exists with UID: ") ||
 			!strings.Contains(r["metric_errors"]["bad name"], "illegal character") || len(r["tagv"]) != 1 {
 			t.Fatalf("assign with errors: %+v", r)
 		}
-		wantError(t, s, 400, "GET", "/api/uid/assign", nil, "Missing values to assign UIDs")
-		wantError(t, s, 400, "POST", "/api/uid/assign", `{}`, "Missing values to assign UIDs")
+		otsWantError(t, s, 400, "GET", "/api/uid/assign", nil, "Missing values to assign UIDs")
+		otsWantError(t, s, 400, "POST", "/api/uid/assign", `{}`, "Missing values to assign UIDs")
 	})
 
 	t.Run("uid/uidmeta", func(t *testing.T) {
 		var m map[string]any
 		// The metric sys.mem: its UID from a TSUID (the first 3 bytes).
 		id := tsuid["web01"][:6]
-		decode(t, want(t, s, 200, "GET", "/api/uid/uidmeta?type=metric&uid="+id, nil), &m)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/uidmeta?type=metric&uid="+id, nil), &m)
 		if m["name"] != "sys.cpu.user" || m["type"] != "METRIC" || m["uid"] != id || m["created"] != json.Number("0") {
 			t.Fatalf("default uidmeta: %v", m)
 		}
 		body := fmt.Sprintf(`{"uid":%q,"type":"metric","description":"user CPU","custom":{"owner":"ops"}}`, id)
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/uidmeta", body), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/uidmeta", body), &m)
 		if m["description"] != "user CPU" || m["custom"].(map[string]any)["owner"] != "ops" {
 			t.Fatalf("POST uidmeta: %v", m)
 		}
 		// POST merges: notes added, description and custom kept.
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"METRIC","notes":"n"}`, id)), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"METRIC","notes":"n"}`, id)), &m)
 		if m["description"] != "user CPU" || m["notes"] != "n" || m["custom"] == nil {
 			t.Fatalf("POST merge: %v", m)
 		}
 		// Nothing to change: 304.
-		want(t, s, 304, "POST", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"metric"}`, id))
+		otsWant(t, s, 304, "POST", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"metric"}`, id))
 		// PUT replaces: only displayName left.
 		m = nil
-		decode(t, want(t, s, 200, "PUT", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"metric","displayName":"CPU"}`, id)), &m)
+		otsDecode(t, otsWant(t, s, 200, "PUT", "/api/uid/uidmeta", fmt.Sprintf(`{"uid":%q,"type":"metric","displayName":"CPU"}`, id)), &m)
 		if m["description"] != "" || m["notes"] != "" || m["custom"] != nil || m["displayName"] != "CPU" {
 			t.Fatalf("PUT uidmeta: %v", m)
 		}
 		// The query-string form, with method_override.
 		m = nil
-		decode(t, want(t, s, 200, "GET", "/api/uid/uidmeta?method_override=post&type=metric&description=qs&uid="+id, nil), &m)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/uidmeta?method_override=post&type=metric&description=qs&uid="+id, nil), &m)
 		if m["description"] != "qs" || m["displayName"] != "CPU" {
 			t.Fatalf("QS uidmeta: %v", m)
 		}
-		want(t, s, 204, "DELETE", "/api/uid/uidmeta?type=metric&uid="+id, nil)
+		otsWant(t, s, 204, "DELETE", "/api/uid/uidmeta?type=metric&uid="+id, nil)
 		m = nil
-		decode(t, want(t, s, 200, "GET", "/api/uid/uidmeta?type=metric&uid="+id, nil), &m)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/uidmeta?type=metric&uid="+id, nil), &m)
 		if m["description"] != "" || m["displayName"] != "" || m["name"] != "sys.cpu.user" {
 			t.Fatalf("after DELETE: %v", m)
 		}
-		wantError(t, s, 404, "GET", "/api/uid/uidmeta?type=metric&uid=FFFFFF", nil, "Could not find the requested UID")
-		wantError(t, s, 400, "GET", "/api/uid/uidmeta?type=metric", nil, "Missing parameter <code>uid</code>")
-		wantError(t, s, 400, "GET", "/api/uid/uidmeta?uid="+id, nil, "Missing parameter <code>type</code>")
-		wantError(t, s, 400, "GET", "/api/uid/uidmeta?type=foo&uid="+id, nil, "Invalid type requested: foo")
-		wantError(t, s, 400, "GET", "/api/uid/uidmeta?type=metric&uid=XYZ", nil, "Invalid UID")
-		wantError(t, s, 400, "POST", "/api/uid/uidmeta", `{"type":"metric"}`, "Missing UID")
+		otsWantError(t, s, 404, "GET", "/api/uid/uidmeta?type=metric&uid=FFFFFF", nil, "Could not find the requested UID")
+		otsWantError(t, s, 400, "GET", "/api/uid/uidmeta?type=metric", nil, "Missing parameter <code>uid</code>")
+		otsWantError(t, s, 400, "GET", "/api/uid/uidmeta?uid="+id, nil, "Missing parameter <code>type</code>")
+		otsWantError(t, s, 400, "GET", "/api/uid/uidmeta?type=foo&uid="+id, nil, "Invalid type requested: foo")
+		otsWantError(t, s, 400, "GET", "/api/uid/uidmeta?type=metric&uid=XYZ", nil, "Invalid UID")
+		otsWantError(t, s, 400, "POST", "/api/uid/uidmeta", `{"type":"metric"}`, "Missing UID")
 	})
 
 	t.Run("uid/tsmeta", func(t *testing.T) {
 		id := tsuid["web01"]
 		var m map[string]any
-		decode(t, want(t, s, 200, "GET", "/api/uid/tsmeta?tsuid="+id, nil), &m)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/tsmeta?tsuid="+id, nil), &m)
 		tags := m["tags"].([]any)
 		if m["tsuid"] != id || m["metric"].(map[string]any)["name"] != "sys.cpu.user" || len(tags) != 4 ||
-			m["max"] != "NaN" || m["lastReceived"] != json.Number(fmt.Sprint(t0+10)) {
+			m["max"] != "NaN" || m["lastReceived"] != json.Number(fmt.Sprint(otsT0+10)) {
 			t.Fatalf("default tsmeta: %v", m)
 		}
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"units":"%%","custom":{"team":"a","tier":"1"},"max":100}`, id)), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"units":"%%","custom":{"team":"a","tier":"1"},"max":100}`, id)), &m)
 		if m["units"] != "%" || m["max"] != json.Number("100.0") || m["custom"].(map[string]any)["tier"] != "1" {
 			t.Fatalf("POST tsmeta: %v", m)
 		}
 		// A POST of other fields keeps the custom fields.
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"description":"d"}`, id)), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"description":"d"}`, id)), &m)
 		if m["description"] != "d" || m["units"] != "%" || m["custom"].(map[string]any)["team"] != "a" {
 			t.Fatalf("custom fields kept: %v", m)
 		}
 		// GET by metric and tags: every series of the metric with them.
 		var list []map[string]any
-		decode(t, want(t, s, 200, "GET", "/api/uid/tsmeta?m="+url.QueryEscape("sys.cpu.user{dc=lga}"), nil), &list)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/tsmeta?m="+url.QueryEscape("sys.cpu.user{dc=lga}"), nil), &list)
 		if len(list) != 2 {
 			t.Fatalf("tsmeta m=: %v", list)
 		}
@@ -304,51 +304,51 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 		// POST by ?m= names the series exactly.
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/tsmeta?m="+url.QueryEscape("sys.mem{host=web01}"), `{"notes":"by name"}`), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/tsmeta?m="+url.QueryEscape("sys.mem{host=web01}"), `{"notes":"by name"}`), &m)
 		if m["notes"] != "by name" || m["metric"].(map[string]any)["name"] != "sys.mem" {
 			t.Fatalf("POST by m=: %v", m)
 		}
 		// A series that does not exist needs create=true.
-		wantError(t, s, 400, "POST", "/api/uid/tsmeta?m="+url.QueryEscape("sys.mem{host=web02}"), `{"notes":"x"}`, `specify "create=true"`)
+		otsWantError(t, s, 400, "POST", "/api/uid/tsmeta?m="+url.QueryEscape("sys.mem{host=web02}"), `{"notes":"x"}`, `specify "create=true"`)
 		m = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/tsmeta?create=true&m="+url.QueryEscape("sys.mem{host=web02}"), `{"notes":"x"}`), &m)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/tsmeta?create=true&m="+url.QueryEscape("sys.mem{host=web02}"), `{"notes":"x"}`), &m)
 		if m["notes"] != "x" {
 			t.Fatalf("create: %v", m)
 		}
-		want(t, s, 304, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q}`, id))
+		otsWant(t, s, 304, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q}`, id))
 		// PUT replaces every user field.
 		m = nil
-		decode(t, want(t, s, 200, "PUT", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"dataType":"gauge"}`, id)), &m)
+		otsDecode(t, otsWant(t, s, 200, "PUT", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"dataType":"gauge"}`, id)), &m)
 		if m["dataType"] != "gauge" || m["description"] != "" || m["custom"] != nil || m["max"] != "NaN" {
 			t.Fatalf("PUT tsmeta: %v", m)
 		}
-		want(t, s, 204, "DELETE", "/api/uid/tsmeta?tsuid="+id, nil)
+		otsWant(t, s, 204, "DELETE", "/api/uid/tsmeta?tsuid="+id, nil)
 		m = nil
-		decode(t, want(t, s, 200, "GET", "/api/uid/tsmeta?tsuid="+id, nil), &m)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/tsmeta?tsuid="+id, nil), &m)
 		if m["dataType"] != "" {
 			t.Fatalf("after DELETE: %v", m)
 		}
-		wantError(t, s, 404, "GET", "/api/uid/tsmeta?tsuid="+strings.Repeat("0", len(id)-2)+"FF", nil, "Could not find Timeseries meta data")
-		wantError(t, s, 400, "GET", "/api/uid/tsmeta?tsuid=123", nil, "Invalid TSUID")
-		wantError(t, s, 400, "GET", "/api/uid/tsmeta", nil, "Missing parameter <code>m</code>")
-		wantError(t, s, 404, "GET", "/api/uid/tsmeta?m=nosuch", nil, "Unable to find one or more UIDs")
-		wantError(t, s, 400, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"max":"lots"}`, id), "Unable to parse the given JSON")
+		otsWantError(t, s, 404, "GET", "/api/uid/tsmeta?tsuid="+strings.Repeat("0", len(id)-2)+"FF", nil, "Could not find Timeseries meta data")
+		otsWantError(t, s, 400, "GET", "/api/uid/tsmeta?tsuid=123", nil, "Invalid TSUID")
+		otsWantError(t, s, 400, "GET", "/api/uid/tsmeta", nil, "Missing parameter <code>m</code>")
+		otsWantError(t, s, 404, "GET", "/api/uid/tsmeta?m=nosuch", nil, "Unable to find one or more UIDs")
+		otsWantError(t, s, 400, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"max":"lots"}`, id), "Unable to parse the given JSON")
 	})
 
 	t.Run("uid/rename", func(t *testing.T) {
 		var r map[string]string
-		decode(t, want(t, s, 200, "GET", "/api/uid/rename?metric=new.metric.a&name=renamed.metric", nil), &r)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/uid/rename?metric=new.metric.a&name=renamed.metric", nil), &r)
 		if r["result"] != "true" {
 			t.Fatalf("rename: %v", r)
 		}
-		if got := string(want(t, s, 200, "GET", "/api/suggest?type=metrics&q=renamed", nil)); got != `["renamed.metric"]` {
+		if got := string(otsWant(t, s, 200, "GET", "/api/suggest?type=metrics&q=renamed", nil)); got != `["renamed.metric"]` {
 			t.Fatalf("suggest after rename: %s", got)
 		}
-		if got := string(want(t, s, 200, "GET", "/api/suggest?type=metrics&q=new.metric.a", nil)); got != `[]` {
+		if got := string(otsWant(t, s, 200, "GET", "/api/suggest?type=metrics&q=new.metric.a", nil)); got != `[]` {
 			t.Fatalf("the old name is still suggested: %s", got)
 		}
 		r = nil
-		decode(t, want(t, s, 200, "POST", "/api/uid/rename", `{"tagk":"newk","name":"newk2"}`), &r)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/uid/rename", `{"tagk":"newk","name":"newk2"}`), &r)
 		if r["result"] != "true" {
 			t.Fatalf("POST rename: %v", r)
 		}
@@ -359,44 +359,44 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			{"tagv=web01&name=web09", "carried by stored series"},
 		} {
 			r = nil
-			decode(t, want(t, s, 400, "GET", "/api/uid/rename?"+c.qs, nil), &r)
+			otsDecode(t, otsWant(t, s, 400, "GET", "/api/uid/rename?"+c.qs, nil), &r)
 			if r["result"] != "false" || !strings.Contains(r["error"], c.msg) {
 				t.Fatalf("rename %s: %v, want an error with %q", c.qs, r, c.msg)
 			}
 		}
-		wantError(t, s, 400, "GET", "/api/uid/rename?metric=x", nil, "Missing necessary values to rename UID")
+		otsWantError(t, s, 400, "GET", "/api/uid/rename?metric=x", nil, "Missing necessary values to rename UID")
 	})
 
 	t.Run("annotations", func(t *testing.T) {
 		id := tsuid["web02"]
 		var a map[string]any
-		decode(t, want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"description":"deploy","custom":{"v":"1.2"}}`, id, t0+15)), &a)
-		if a["description"] != "deploy" || a["tsuid"] != id || a["startTime"] != json.Number(fmt.Sprint(t0+15)) {
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"description":"deploy","custom":{"v":"1.2"}}`, id, otsT0+15)), &a)
+		if a["description"] != "deploy" || a["tsuid"] != id || a["startTime"] != json.Number(fmt.Sprint(otsT0+15)) {
 			t.Fatalf("POST annotation: %v", a)
 		}
 		// POST merges.
 		a = nil
-		decode(t, want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"notes":"rolled back"}`, id, t0+15)), &a)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"tsuid":%q,"startTime":%d,"notes":"rolled back"}`, id, otsT0+15)), &a)
 		if a["description"] != "deploy" || a["notes"] != "rolled back" {
 			t.Fatalf("POST merge: %v", a)
 		}
 		a = nil
-		decode(t, want(t, s, 200, "GET", fmt.Sprintf("/api/annotation?tsuid=%s&start_time=%d", id, t0+15), nil), &a)
+		otsDecode(t, otsWant(t, s, 200, "GET", fmt.Sprintf("/api/annotation?tsuid=%s&start_time=%d", id, otsT0+15), nil), &a)
 		if a["notes"] != "rolled back" || a["custom"].(map[string]any)["v"] != "1.2" {
 			t.Fatalf("GET annotation: %v", a)
 		}
 		// Global annotations, one of them in ms.
-		want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"maintenance"}`, t0+30))
-		want(t, s, 200, "PUT", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"endTime":%d,"description":"outage"}`, (t0+40)*1000, (t0+50)*1000))
-		want(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"later"}`, t0+7200))
+		otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"maintenance"}`, otsT0+30))
+		otsWant(t, s, 200, "PUT", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"endTime":%d,"description":"outage"}`, (otsT0+40)*1000, (otsT0+50)*1000))
+		otsWant(t, s, 200, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d,"description":"later"}`, otsT0+7200))
 		var list []map[string]any
-		decode(t, want(t, s, 200, "GET", fmt.Sprintf("/api/annotations?start_time=%d&end_time=%d", t0, t0+3600), nil), &list)
+		otsDecode(t, otsWant(t, s, 200, "GET", fmt.Sprintf("/api/annotations?start_time=%d&end_time=%d", otsT0, otsT0+3600), nil), &list)
 		if len(list) != 2 || list[0]["description"] != "maintenance" || list[1]["description"] != "outage" {
 			t.Fatalf("global annotations: %v", list)
 		}
 		// In query results: the series' own, and the global ones when asked.
-		body := fmt.Sprintf(`{"start":%d,"end":%d,"globalAnnotations":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","tags":{"host":"*"}}]}`, t0, t0+3599)
-		rs := query(t, s, "/api/query", body)
+		body := fmt.Sprintf(`{"start":%d,"end":%d,"globalAnnotations":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","tags":{"host":"*"}}]}`, otsT0, otsT0+3599)
+		rs := otsQuery(t, s, "/api/query", body)
 		for _, r := range rs {
 			if len(r.GlobalAnnotations) != 2 {
 				t.Fatalf("globalAnnotations of %v: %v", r.Tags, r.GlobalAnnotations)
@@ -409,59 +409,59 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 				t.Fatalf("annotations of %v: %v", r.Tags, r.Annotations)
 			}
 		}
-		body = fmt.Sprintf(`{"start":%d,"end":%d,"noAnnotations":true,"globalAnnotations":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum"}]}`, t0, t0+3599)
-		if r := single(t, "noAnnotations", query(t, s, "/api/query", body)); r.Annotations != nil || r.GlobalAnnotations != nil {
+		body = fmt.Sprintf(`{"start":%d,"end":%d,"noAnnotations":true,"globalAnnotations":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum"}]}`, otsT0, otsT0+3599)
+		if r := otsSingle(t, "noAnnotations", otsQuery(t, s, "/api/query", body)); r.Annotations != nil || r.GlobalAnnotations != nil {
 			t.Fatalf("noAnnotations: %+v", r)
 		}
 		// Outside the query range, not attached.
-		body = fmt.Sprintf(`{"start":%d,"end":%d,"queries":[{"metric":"sys.cpu.user","aggregator":"sum"}]}`, t0+16, t0+3599)
-		if r := single(t, "range", query(t, s, "/api/query", body)); len(r.Annotations) != 0 {
+		body = fmt.Sprintf(`{"start":%d,"end":%d,"queries":[{"metric":"sys.cpu.user","aggregator":"sum"}]}`, otsT0+16, otsT0+3599)
+		if r := otsSingle(t, "range", otsQuery(t, s, "/api/query", body)); len(r.Annotations) != 0 {
 			t.Fatalf("annotation outside the range: %v", r.Annotations)
 		}
 		// Bulk: store two, then delete by range.
 		var bulk []map[string]any
-		decode(t, want(t, s, 200, "POST", "/api/annotation/bulk", fmt.Sprintf(`[{"tsuid":%q,"startTime":%d,"description":"b1"},{"tsuid":%q,"startTime":%d,"description":"b2"}]`,
-			id, t0+100, tsuid["db01"], t0+100)), &bulk)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/annotation/bulk", fmt.Sprintf(`[{"tsuid":%q,"startTime":%d,"description":"b1"},{"tsuid":%q,"startTime":%d,"description":"b2"}]`,
+			id, otsT0+100, tsuid["db01"], otsT0+100)), &bulk)
 		if len(bulk) != 2 || bulk[1]["description"] != "b2" {
 			t.Fatalf("bulk POST: %v", bulk)
 		}
 		var del map[string]any
-		decode(t, want(t, s, 200, "DELETE", "/api/annotation/bulk", fmt.Sprintf(`{"tsuids":[%q],"startTime":%d,"endTime":%d}`, id, t0, t0+3600)), &del)
+		otsDecode(t, otsWant(t, s, 200, "DELETE", "/api/annotation/bulk", fmt.Sprintf(`{"tsuids":[%q],"startTime":%d,"endTime":%d}`, id, otsT0, otsT0+3600)), &del)
 		if del["totalDeleted"] != json.Number("2") {
 			t.Fatalf("bulk DELETE: %v", del)
 		}
 		del = nil
-		decode(t, want(t, s, 200, "DELETE", fmt.Sprintf("/api/annotation/bulk?global&start_time=%d&end_time=%d", t0, t0+3600), nil), &del)
+		otsDecode(t, otsWant(t, s, 200, "DELETE", fmt.Sprintf("/api/annotation/bulk?global&start_time=%d&end_time=%d", otsT0, otsT0+3600), nil), &del)
 		if del["totalDeleted"] != json.Number("2") || del["global"] != true {
 			t.Fatalf("bulk DELETE global: %v", del)
 		}
-		want(t, s, 204, "DELETE", fmt.Sprintf("/api/annotation?start_time=%d", t0+7200), nil)
-		wantError(t, s, 404, "GET", fmt.Sprintf("/api/annotation?start_time=%d", t0+7200), nil, "Unable to locate annotation in storage")
+		otsWant(t, s, 204, "DELETE", fmt.Sprintf("/api/annotation?start_time=%d", otsT0+7200), nil)
+		otsWantError(t, s, 404, "GET", fmt.Sprintf("/api/annotation?start_time=%d", otsT0+7200), nil, "Unable to locate annotation in storage")
 		// db01's b2 is still there.
 		a = nil
-		decode(t, want(t, s, 200, "GET", fmt.Sprintf("/api/annotation?tsuid=%s&start_time=%d", tsuid["db01"], t0+100), nil), &a)
+		otsDecode(t, otsWant(t, s, 200, "GET", fmt.Sprintf("/api/annotation?tsuid=%s&start_time=%d", tsuid["db01"], otsT0+100), nil), &a)
 		if a["description"] != "b2" {
 			t.Fatalf("b2: %v", a)
 		}
-		want(t, s, 304, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d}`, t0))
-		wantError(t, s, 400, "POST", "/api/annotation", `{"description":"no start"}`, "The start timestamp has not been set")
-		wantError(t, s, 400, "GET", "/api/annotation", nil, "Missing start time")
-		wantError(t, s, 400, "POST", "/api/annotation", `{"tsuid":"ZZ","startTime":5,"description":"x"}`, "Invalid TSUID")
-		wantError(t, s, 400, "DELETE", "/api/annotation/bulk", `{"startTime":5}`, "Missing the TSUIDs or global annotations flag")
-		wantError(t, s, 400, "DELETE", "/api/annotation/bulk", `{"global":true}`, "Missing the start time value")
-		wantError(t, s, 400, "POST", "/api/annotation/bulk", `[{"description":"x"}]`, "The start timestamp has not been set")
-		wantError(t, s, 405, "GET", "/api/annotation/bulk", nil, "Method not allowed")
+		otsWant(t, s, 304, "POST", "/api/annotation", fmt.Sprintf(`{"startTime":%d}`, otsT0))
+		otsWantError(t, s, 400, "POST", "/api/annotation", `{"description":"no start"}`, "The start timestamp has not been set")
+		otsWantError(t, s, 400, "GET", "/api/annotation", nil, "Missing start time")
+		otsWantError(t, s, 400, "POST", "/api/annotation", `{"tsuid":"ZZ","startTime":5,"description":"x"}`, "Invalid TSUID")
+		otsWantError(t, s, 400, "DELETE", "/api/annotation/bulk", `{"startTime":5}`, "Missing the TSUIDs or global annotations flag")
+		otsWantError(t, s, 400, "DELETE", "/api/annotation/bulk", `{"global":true}`, "Missing the start time value")
+		otsWantError(t, s, 400, "POST", "/api/annotation/bulk", `[{"description":"x"}]`, "The start timestamp has not been set")
+		otsWantError(t, s, 405, "GET", "/api/annotation/bulk", nil, "Method not allowed")
 	})
 
 	t.Run("aggregators, config, filters, version", func(t *testing.T) {
 		var aggs []string
-		decode(t, want(t, s, 200, "GET", "/api/aggregators", nil), &aggs)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/aggregators", nil), &aggs)
 		if len(aggs) != 35 || !strings.Contains(strings.Join(aggs, ","), "squareSum") {
 			t.Fatalf("aggregators: %v", aggs)
 		}
 		var filters map[string]struct{ Examples, Description string }
-		decode(t, want(t, s, 200, "GET", "/api/config/filters", nil), &filters)
-		if got := strings.Join(sortedKeys(filters), ","); got != "iliteral_or,iwildcard,literal_or,not_iliteral_or,not_key,not_literal_or,regexp,wildcard" {
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/config/filters", nil), &filters)
+		if got := strings.Join(otsSortedKeys(filters), ","); got != "iliteral_or,iwildcard,literal_or,not_iliteral_or,not_key,not_literal_or,regexp,wildcard" {
 			t.Fatalf("filters: %s", got)
 		}
 		for k, f := range filters {
@@ -470,12 +470,12 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			}
 		}
 		var cfg map[string]string
-		decode(t, want(t, s, 200, "POST", "/api/config", nil), &cfg)
+		otsDecode(t, otsWant(t, s, 200, "POST", "/api/config", nil), &cfg)
 		if cfg["tsd.storage.max_tags"] != "32" || cfg["tsd.http.request.cors_domains"] != "http://grafana.example" || cfg["tsd.network.port"] == "" {
 			t.Fatalf("config: %v", cfg)
 		}
 		var v map[string]any
-		decode(t, want(t, s, 200, "GET", "/api/version", nil), &v)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/version", nil), &v)
 		for _, k := range []string{"version", "short_revision", "full_revision", "timestamp", "repo_status", "user", "host", "repo", "branch"} {
 			if _, ok := v[k].(string); !ok {
 				t.Fatalf("version field %s: %v", k, v)
@@ -490,7 +490,7 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			Value     string
 			Tags      map[string]string
 		}
-		decode(t, want(t, s, 200, "GET", "/api/stats", nil), &st)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/stats", nil), &st)
 		found := false
 		for _, x := range st {
 			if x.Metric == "hourglass.index.series" {
@@ -507,31 +507,31 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			Running   []map[string]any
 			Completed []map[string]any
 		}
-		decode(t, want(t, s, 200, "GET", "/api/stats/query", nil), &sq)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/stats/query", nil), &sq)
 		if len(sq.Completed) == 0 || sq.Completed[0]["httpResponse"] == nil || sq.Completed[0]["query"] == nil {
 			t.Fatalf("stats/query: %+v", sq)
 		}
 		var jvm map[string]any
-		decode(t, want(t, s, 200, "GET", "/api/stats/jvm", nil), &jvm)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/stats/jvm", nil), &jvm)
 		if jvm["memory"] == nil || jvm["runtime"] == nil {
 			t.Fatalf("stats/jvm: %v", jvm)
 		}
 		var threads []map[string]any
-		decode(t, want(t, s, 200, "GET", "/api/stats/threads", nil), &threads)
+		otsDecode(t, otsWant(t, s, 200, "GET", "/api/stats/threads", nil), &threads)
 		if len(threads) == 0 || threads[0]["stack"] == nil {
 			t.Fatalf("stats/threads: %v", threads)
 		}
-		if got := string(want(t, s, 200, "GET", "/api/stats/region_clients", nil)); got != "[]" {
+		if got := string(otsWant(t, s, 200, "GET", "/api/stats/region_clients", nil)); got != "[]" {
 			t.Fatalf("region_clients: %s", got)
 		}
 		for _, m := range []string{"GET", "DELETE"} {
-			if got := string(want(t, s, 200, m, "/api/dropcaches", nil)); got != `{"message":"Caches dropped","status":"200"}` {
+			if got := string(otsWant(t, s, 200, m, "/api/dropcaches", nil)); got != `{"message":"Caches dropped","status":"200"}` {
 				t.Fatalf("%s dropcaches: %s", m, got)
 			}
 		}
-		wantError(t, s, 405, "POST", "/api/dropcaches", nil, "Method not allowed")
+		otsWantError(t, s, 405, "POST", "/api/dropcaches", nil, "Method not allowed")
 		// The names still resolve after the caches went.
-		if got := string(want(t, s, 200, "GET", "/api/suggest?type=metrics&q=sys.mem", nil)); got != `["sys.mem"]` {
+		if got := string(otsWant(t, s, 200, "GET", "/api/suggest?type=metrics&q=sys.mem", nil)); got != `["sys.mem"]` {
 			t.Fatalf("after dropcaches: %s", got)
 		}
 	})
@@ -546,11 +546,11 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 					switch g % 3 {
 					case 0:
 						req, _ = http.NewRequest("POST", s.url+"/api/query?show_summary", strings.NewReader(fmt.Sprintf(
-							`{"start":%d,"end":%d,"showSummary":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","downsample":"10s-avg"}]}`, t0, t0+3600)))
+							`{"start":%d,"end":%d,"showSummary":true,"queries":[{"metric":"sys.cpu.user","aggregator":"sum","downsample":"10s-avg"}]}`, otsT0, otsT0+3600)))
 					case 1:
 						req, _ = http.NewRequest("GET", s.url+"/api/stats/query", nil)
 					default:
-						req, _ = http.NewRequest("POST", s.url+"/api/put", strings.NewReader(arr(dp("conc.m", t0+int64(i), fmt.Sprint(g), "g", fmt.Sprint(g)))))
+						req, _ = http.NewRequest("POST", s.url+"/api/put", strings.NewReader(otsArr(otsDP("conc.m", otsT0+int64(i), fmt.Sprint(g), "g", fmt.Sprint(g)))))
 					}
 					resp, e := client.Do(req)
 					if e != nil {
@@ -594,14 +594,14 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		for _, p := range paths {
 			for _, q := range queries {
 				for _, m := range []string{"GET", "DELETE"} {
-					if code, _, b := call(t, s, m, p+q, nil); code >= 500 {
+					if code, _, b := otsCall(t, s, m, p+q, nil); code >= 500 {
 						t.Fatalf("%s %s%s: %d %s", m, p, q, code, b)
 					}
 				}
 			}
 			for _, b := range bodies {
 				for _, m := range []string{"POST", "PUT", "DELETE"} {
-					if code, _, resp := call(t, s, m, p, []byte(b)); code >= 500 {
+					if code, _, resp := otsCall(t, s, m, p, []byte(b)); code >= 500 {
 						t.Fatalf("%s %s %s: %d %s", m, p, b, code, resp)
 					}
 				}
@@ -610,14 +610,14 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 	})
 
 	t.Run("routing, versions, method override, jsonp, gzip, CORS", func(t *testing.T) {
-		wantError(t, s, 404, "GET", "/api/nosuch", nil, "Endpoint not found")
-		wantError(t, s, 404, "GET", "/api/v1/nosuch", nil, "Endpoint not found")
-		wantError(t, s, 501, "GET", "/api/v2/aggregators", nil, "Requested API version is greater than the max implemented")
-		wantError(t, s, 400, "GET", "/api/v1x/aggregators", nil, "Invalid API version format supplied")
-		wantError(t, s, 501, "GET", "/api/query/exp", nil, "Not implemented")
-		wantError(t, s, 404, "GET", "/api/serializers", nil, "Endpoint not found")
+		otsWantError(t, s, 404, "GET", "/api/nosuch", nil, "Endpoint not found")
+		otsWantError(t, s, 404, "GET", "/api/v1/nosuch", nil, "Endpoint not found")
+		otsWantError(t, s, 501, "GET", "/api/v2/aggregators", nil, "Requested API version is greater than the max implemented")
+		otsWantError(t, s, 400, "GET", "/api/v1x/aggregators", nil, "Invalid API version format supplied")
+		otsWantError(t, s, 501, "GET", "/api/query/exp", nil, "Not implemented")
+		otsWantError(t, s, 404, "GET", "/api/serializers", nil, "Endpoint not found")
 		for _, p := range []string{"/api/v1/aggregators", "/api/v0/aggregators", "/api/aggregators/", "/API/Aggregators", "/api/v1/config/filters", "/api/v1/query/last?timeseries=sys.mem"} {
-			want(t, s, 200, "GET", p, nil)
+			otsWant(t, s, 200, "GET", p, nil)
 		}
 		// Verbs each endpoint does not take.
 		for _, c := range []struct{ method, path string }{
@@ -628,20 +628,20 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 			{"DELETE", "/api/config/filters"}, {"POST", "/api/dropcaches"}, {"PUT", "/api/version"},
 			{"DELETE", "/api/stats"}, {"PUT", "/api/stats/query"}, {"PUT", "/api/v1/version"},
 		} {
-			wantError(t, s, 405, c.method, c.path, nil, "Method not allowed")
+			otsWantError(t, s, 405, c.method, c.path, nil, "Method not allowed")
 		}
 		// method_override on a GET.
-		want(t, s, 405, "GET", "/api/dropcaches?method_override=post", nil)
-		wantError(t, s, 405, "GET", "/api/aggregators?method_override=patch", nil, "Unknown or unsupported method override value")
-		wantError(t, s, 405, "GET", "/api/aggregators?method_override=", nil, "Missing method override value")
+		otsWant(t, s, 405, "GET", "/api/dropcaches?method_override=post", nil)
+		otsWantError(t, s, 405, "GET", "/api/aggregators?method_override=patch", nil, "Unknown or unsupported method override value")
+		otsWantError(t, s, 405, "GET", "/api/aggregators?method_override=", nil, "Missing method override value")
 		// jsonp.
-		code, h, b := call(t, s, "GET", "/api/suggest?type=metrics&q=sys.mem&jsonp=cb", nil)
+		code, h, b := otsCall(t, s, "GET", "/api/suggest?type=metrics&q=sys.mem&jsonp=cb", nil)
 		if code != 200 || string(b) != `cb(["sys.mem"])` || !strings.Contains(h.Get("Content-Type"), "javascript") {
 			t.Fatalf("jsonp: %d %s %v", code, b, h)
 		}
-		wantError(t, s, 400, "GET", "/api/aggregators?jsonp="+url.QueryEscape("a<b"), nil, "Invalid jsonp callback name")
+		otsWantError(t, s, 400, "GET", "/api/aggregators?jsonp="+url.QueryEscape("a<b"), nil, "Invalid jsonp callback name")
 		// A gzipped reply when asked for.
-		code, h, b = call(t, s, "GET", "/api/suggest?type=metrics&q=sys.mem", nil, "Accept-Encoding: gzip")
+		code, h, b = otsCall(t, s, "GET", "/api/suggest?type=metrics&q=sys.mem", nil, "Accept-Encoding: gzip")
 		if code != 200 || h.Get("Content-Encoding") != "gzip" {
 			t.Fatalf("gzip: %d %v", code, h)
 		}
@@ -654,15 +654,15 @@ func TestOpenTSDBEndpoints(t *testing.T) {
 		}
 		// CORS: the allowed origin gets the headers, OPTIONS a 200; another
 		// origin is refused in OpenTSDB's way (200 and an error body).
-		code, h, _ = call(t, s, "OPTIONS", "/api/query", nil, "Origin: http://grafana.example")
+		code, h, _ = otsCall(t, s, "OPTIONS", "/api/query", nil, "Origin: http://grafana.example")
 		if code != 200 || h.Get("Access-Control-Allow-Origin") != "http://grafana.example" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") {
 			t.Fatalf("CORS preflight: %d %v", code, h)
 		}
-		code, h, b = call(t, s, "GET", "/api/aggregators", nil, "Origin: http://evil.example")
+		code, h, b = otsCall(t, s, "GET", "/api/aggregators", nil, "Origin: http://evil.example")
 		if code != 200 || h.Get("Access-Control-Allow-Origin") != "" || !strings.Contains(string(b), "CORS domain not allowed") {
 			t.Fatalf("CORS refusal: %d %v %s", code, h, b)
 		}
 		// Without an Origin, no CORS: OPTIONS is not a method of the endpoint.
-		want(t, s, 405, "OPTIONS", "/api/query", nil)
+		otsWant(t, s, 405, "OPTIONS", "/api/query", nil)
 	})
 }

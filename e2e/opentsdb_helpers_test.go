@@ -18,7 +18,7 @@ import (
 
 // call sends a request with headers given as "Key: value" strings and
 // returns the reply.
-func call(t *testing.T, s *server, method, path string, body []byte, headers ...string) (int, http.Header, []byte) {
+func otsCall(t *testing.T, s *server, method, path string, body []byte, headers ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -44,7 +44,7 @@ func call(t *testing.T, s *server, method, path string, body []byte, headers ...
 }
 
 // want sends a request and fails unless the status is code; it returns the body.
-func want(t *testing.T, s *server, code int, method, path string, body any) []byte {
+func otsWant(t *testing.T, s *server, code int, method, path string, body any) []byte {
 	t.Helper()
 	var b []byte
 	switch x := body.(type) {
@@ -59,7 +59,7 @@ func want(t *testing.T, s *server, code int, method, path string, body any) []by
 			t.Fatal(err)
 		}
 	}
-	got, _, resp := call(t, s, method, path, b)
+	got, _, resp := otsCall(t, s, method, path, b)
 	if got != code {
 		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, got, code, resp)
 	}
@@ -67,7 +67,7 @@ func want(t *testing.T, s *server, code int, method, path string, body any) []by
 }
 
 // decode unmarshals JSON with numbers kept as json.Number.
-func decode(t *testing.T, b []byte, v any) {
+func otsDecode(t *testing.T, b []byte, v any) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -78,9 +78,9 @@ func decode(t *testing.T, b []byte, v any) {
 
 // wantError checks an OpenTSDB error reply: status code, and a message that
 // contains msg.
-func wantError(t *testing.T, s *server, code int, method, path string, body any, msg string) {
+func otsWantError(t *testing.T, s *server, code int, method, path string, body any, msg string) {
 	t.Helper()
-	resp := want(t, s, code, method, path, body)
+	resp := otsWant(t, s, code, method, path, body)
 	var e struct {
 		Error struct {
 			Code    int    `json:"code"`
@@ -88,14 +88,14 @@ func wantError(t *testing.T, s *server, code int, method, path string, body any,
 			Details string `json:"details"`
 		} `json:"error"`
 	}
-	decode(t, resp, &e)
+	otsDecode(t, resp, &e)
 	if e.Error.Code != code || !strings.Contains(e.Error.Message, msg) {
 		t.Fatalf("%s %s: error %+v, want code %d and a message with %q", method, path, e.Error, code, msg)
 	}
 }
 
 // result is one element of an /api/query reply.
-type result struct {
+type otsResult struct {
 	Metric            string            `json:"metric"`
 	Tags              map[string]string `json:"tags"`
 	AggregateTags     []string          `json:"aggregateTags"`
@@ -110,16 +110,16 @@ type result struct {
 
 // points returns dps as timestamp → value text, from the object or the
 // array form; null is "null".
-func (r result) points(t *testing.T) map[int64]string {
+func (r otsResult) points(t *testing.T) map[int64]string {
 	t.Helper()
 	out := map[int64]string{}
 	if len(r.DPS) == 0 {
 		return out
 	}
 	if r.DPS[0] == '[' {
-		var arr [][]json.RawMessage
-		decode(t, r.DPS, &arr)
-		for _, p := range arr {
+		var otsArr [][]json.RawMessage
+		otsDecode(t, r.DPS, &otsArr)
+		for _, p := range otsArr {
 			ts, err := strconv.ParseInt(string(p[0]), 10, 64)
 			if err != nil {
 				t.Fatalf("timestamp %s: %v", p[0], err)
@@ -129,7 +129,7 @@ func (r result) points(t *testing.T) map[int64]string {
 		return out
 	}
 	var m map[string]json.RawMessage
-	decode(t, r.DPS, &m)
+	otsDecode(t, r.DPS, &m)
 	for k, v := range m {
 		ts, err := strconv.ParseInt(k, 10, 64)
 		if err != nil {
@@ -141,30 +141,30 @@ func (r result) points(t *testing.T) map[int64]string {
 }
 
 // query posts a query body (a map or a string) and returns the results.
-func query(t *testing.T, s *server, path string, body any) []result {
+func otsQuery(t *testing.T, s *server, path string, body any) []otsResult {
 	t.Helper()
-	resp := want(t, s, 200, "POST", path, body)
-	var rs []result
-	decode(t, resp, &rs)
+	resp := otsWant(t, s, 200, "POST", path, body)
+	var rs []otsResult
+	otsDecode(t, resp, &rs)
 	return rs
 }
 
 // queryGET runs an /api/query GET with the given query string.
-func queryGET(t *testing.T, s *server, qs string) []result {
+func otsQueryGET(t *testing.T, s *server, qs string) []otsResult {
 	t.Helper()
-	resp := want(t, s, 200, "GET", "/api/query?"+qs, nil)
-	var rs []result
-	decode(t, resp, &rs)
+	resp := otsWant(t, s, 200, "GET", "/api/query?"+qs, nil)
+	var rs []otsResult
+	otsDecode(t, resp, &rs)
 	return rs
 }
 
 // pts is an expected series: seconds (or ms) → value.
-type pts map[int64]float64
+type otsPts map[int64]float64
 
 // checkPoints compares returned points with expected values: the same
 // timestamps, each value within 1e-9 (relative) of the expected one; NaN
 // expects "NaN", and a key of nullAt expects null.
-func checkPoints(t *testing.T, what string, got map[int64]string, exp pts) {
+func otsCheckPoints(t *testing.T, what string, got map[int64]string, exp otsPts) {
 	t.Helper()
 	if len(got) != len(exp) {
 		t.Fatalf("%s: got %d points %v, want %d: %v", what, len(got), got, len(exp), exp)
@@ -191,7 +191,7 @@ func checkPoints(t *testing.T, what string, got map[int64]string, exp pts) {
 }
 
 // single asserts one result and returns it.
-func single(t *testing.T, what string, rs []result) result {
+func otsSingle(t *testing.T, what string, rs []otsResult) otsResult {
 	t.Helper()
 	if len(rs) != 1 {
 		t.Fatalf("%s: %d results, want 1: %+v", what, len(rs), rs)
@@ -200,18 +200,18 @@ func single(t *testing.T, what string, rs []result) result {
 }
 
 // putOK writes points through /api/put and requires every one stored.
-func putOK(t *testing.T, s *server, body string) {
+func otsPutOK(t *testing.T, s *server, body string) {
 	t.Helper()
-	resp := want(t, s, 200, "POST", "/api/put?summary", body)
+	resp := otsWant(t, s, 200, "POST", "/api/put?summary", body)
 	var sum struct{ Success, Failed int }
-	decode(t, resp, &sum)
+	otsDecode(t, resp, &sum)
 	if sum.Failed != 0 {
 		t.Fatalf("put: %s", resp)
 	}
 }
 
 // dp renders one point of an /api/put body.
-func dp(metric string, ts int64, value string, tags ...string) string {
+func otsDP(metric string, ts int64, value string, tags ...string) string {
 	var tb strings.Builder
 	tb.WriteByte('{')
 	for i := 0; i+1 < len(tags); i += 2 {
@@ -224,10 +224,10 @@ func dp(metric string, ts int64, value string, tags ...string) string {
 	return fmt.Sprintf(`{"metric":%q,"timestamp":%d,"value":%s,"tags":%s}`, metric, ts, value, tb.String())
 }
 
-func arr(items ...string) string { return "[" + strings.Join(items, ",") + "]" }
+func otsArr(items ...string) string { return "[" + strings.Join(items, ",") + "]" }
 
 // sortedKeys returns a map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
+func otsSortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

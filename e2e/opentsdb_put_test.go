@@ -21,30 +21,30 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 
 	count := func(t *testing.T, metric string) int {
 		t.Helper()
-		rs := query(t, s, "/api/query", fmt.Sprintf(`{"start":%d,"end":%d,"queries":[{"metric":%q,"aggregator":"sum","downsample":"0all-count"}]}`, t0, t0+86400, metric))
+		rs := otsQuery(t, s, "/api/query", fmt.Sprintf(`{"start":%d,"end":%d,"queries":[{"metric":%q,"aggregator":"sum","downsample":"0all-count"}]}`, otsT0, otsT0+86400, metric))
 		if len(rs) == 0 {
 			return 0
 		}
-		p := single(t, "count", rs).points(t)
+		p := otsSingle(t, "count", rs).points(t)
 		var n float64
-		fmt.Sscan(p[t0], &n)
+		fmt.Sscan(p[otsT0], &n)
 		return int(n)
 	}
 
 	t.Run("sync and sync_timeout", func(t *testing.T) {
-		code, _, b := call(t, s, "POST", "/api/put?sync&summary", []byte(arr(dp("sync.m", t0, "1", "host", "a"))))
+		code, _, b := otsCall(t, s, "POST", "/api/put?sync&summary", []byte(otsArr(otsDP("sync.m", otsT0, "1", "host", "a"))))
 		if code != 200 || string(b) != `{"success":1,"failed":0}` {
 			t.Fatalf("sync: %d %s", code, b)
 		}
-		code, _, b = call(t, s, "POST", "/api/put?sync_timeout=60000&summary", []byte(arr(dp("sync.m", t0+1, "2", "host", "a"))))
+		code, _, b = otsCall(t, s, "POST", "/api/put?sync_timeout=60000&summary", []byte(otsArr(otsDP("sync.m", otsT0+1, "2", "host", "a"))))
 		if code != 200 || string(b) != `{"success":1,"failed":0,"timeouts":0}` {
 			t.Fatalf("sync_timeout: %d %s", code, b)
 		}
-		code, _, _ = call(t, s, "POST", "/api/put?sync", []byte(arr(dp("sync.m", t0+2, "3", "host", "a"))))
+		code, _, _ = otsCall(t, s, "POST", "/api/put?sync", []byte(otsArr(otsDP("sync.m", otsT0+2, "3", "host", "a"))))
 		if code != 204 {
 			t.Fatalf("sync without summary: %d", code)
 		}
-		wantError(t, s, 400, "POST", "/api/put?sync_timeout=soon", arr(dp("sync.m", t0, "1", "host", "a")), "sync_timeout")
+		otsWantError(t, s, 400, "POST", "/api/put?sync_timeout=soon", otsArr(otsDP("sync.m", otsT0, "1", "host", "a")), "sync_timeout")
 		if n := count(t, "sync.m"); n != 3 {
 			t.Fatalf("sync.m has %d points", n)
 		}
@@ -53,14 +53,14 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 	t.Run("gzip and chunked bodies", func(t *testing.T) {
 		var zb bytes.Buffer
 		zw := gzip.NewWriter(&zb)
-		zw.Write([]byte(arr(dp("gz.m", t0, "1", "host", "a"), dp("gz.m", t0+1, "2", "host", "a"))))
+		zw.Write([]byte(otsArr(otsDP("gz.m", otsT0, "1", "host", "a"), otsDP("gz.m", otsT0+1, "2", "host", "a"))))
 		zw.Close()
-		code, _, b := call(t, s, "POST", "/api/put?summary", zb.Bytes(), "Content-Encoding: gzip")
+		code, _, b := otsCall(t, s, "POST", "/api/put?summary", zb.Bytes(), "Content-Encoding: gzip")
 		if code != 200 || string(b) != `{"success":2,"failed":0}` {
 			t.Fatalf("gzip: %d %s", code, b)
 		}
 		// Chunked transfer encoding (OpenTSDB refuses it by default).
-		body := arr(dp("chunked.m", t0, "1", "host", "a"))
+		body := otsArr(otsDP("chunked.m", otsT0, "1", "host", "a"))
 		req, _ := http.NewRequest("POST", s.url+"/api/put?summary", io.MultiReader(strings.NewReader(body)))
 		req.ContentLength = -1
 		resp, err := client.Do(req)
@@ -72,8 +72,8 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 		if resp.StatusCode != 200 || string(rb) != `{"success":1,"failed":0}` {
 			t.Fatalf("chunked: %d %s", resp.StatusCode, rb)
 		}
-		wantError(t, s, 400, "POST", "/api/put", []byte("\x1f\x8bnot gzip"), "")
-		if code, _, _ := call(t, s, "POST", "/api/put", []byte("not gzip"), "Content-Encoding: gzip"); code != 400 {
+		otsWantError(t, s, 400, "POST", "/api/put", []byte("\x1f\x8bnot gzip"), "")
+		if code, _, _ := otsCall(t, s, "POST", "/api/put", []byte("not gzip"), "Content-Encoding: gzip"); code != 400 {
 			t.Fatalf("bad gzip: %d", code)
 		}
 	})
@@ -85,12 +85,12 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 		for i := 0; i < 1500; i++ {
 			switch i {
 			case 3, 700, 1400:
-				items = append(items, dp("stream.m", t0+int64(i), `"x"`, "host", "a"))
+				items = append(items, otsDP("stream.m", otsT0+int64(i), `"x"`, "host", "a"))
 			default:
-				items = append(items, dp("stream.m", t0+int64(i), fmt.Sprint(i), "host", "a"))
+				items = append(items, otsDP("stream.m", otsT0+int64(i), fmt.Sprint(i), "host", "a"))
 			}
 		}
-		code, _, b := call(t, s, "POST", "/api/put?details", []byte(arr(items...)))
+		code, _, b := otsCall(t, s, "POST", "/api/put?details", []byte(otsArr(items...)))
 		if code != 400 || !strings.Contains(string(b), `"success":1497,"failed":3`) {
 			t.Fatalf("streamed put: %d %s", code, b)
 		}
@@ -100,8 +100,8 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 				Error     string
 			}
 		}
-		decode(t, b, &rep)
-		if len(rep.Errors) != 3 || rep.Errors[1].Datapoint["timestamp"] != jsonNum(int(t0)+700) || rep.Errors[2].Datapoint["timestamp"] != jsonNum(int(t0)+1400) {
+		otsDecode(t, b, &rep)
+		if len(rep.Errors) != 3 || rep.Errors[1].Datapoint["timestamp"] != otsNum(int(otsT0)+700) || rep.Errors[2].Datapoint["timestamp"] != otsNum(int(otsT0)+1400) {
 			t.Fatalf("errors of a streamed put: %s", b)
 		}
 		if n := count(t, "stream.m"); n != 1497 {
@@ -111,10 +111,10 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 		// the reply says so.
 		items = items[:0]
 		for i := 0; i < 300; i++ {
-			items = append(items, dp("stream2.m", t0+int64(i), "1", "host", "a"))
+			items = append(items, otsDP("stream2.m", otsT0+int64(i), "1", "host", "a"))
 		}
 		body := "[" + strings.Join(items, ",") + `,{"metric":"stream2.m" "oops"}]`
-		code, _, b = call(t, s, "POST", "/api/put", []byte(body))
+		code, _, b = otsCall(t, s, "POST", "/api/put", []byte(body))
 		if code != 400 || !strings.Contains(string(b), "Unable to parse the given JSON") || !strings.Contains(string(b), "stored") {
 			t.Fatalf("malformed stream: %d %s", code, b)
 		}
@@ -124,31 +124,31 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 		// More than -put-max-bytes decoded: 413.
 		items = items[:0]
 		for i := 0; i < 7000; i++ {
-			items = append(items, dp("stream3.m", t0+int64(i), "1", "host", "a"))
+			items = append(items, otsDP("stream3.m", otsT0+int64(i), "1", "host", "a"))
 		}
-		code, _, b = call(t, s, "POST", "/api/put", []byte(arr(items...)))
+		code, _, b = otsCall(t, s, "POST", "/api/put", []byte(otsArr(items...)))
 		if code != 413 {
 			t.Fatalf("a body over -put-max-bytes: %d %s", code, b)
 		}
 		// More errors than -put-max-errors: the counts stay exact.
 		items = items[:0]
 		for i := 0; i < 20; i++ {
-			items = append(items, dp("stream4.m", t0+int64(i), "null", "host", "a"))
+			items = append(items, otsDP("stream4.m", otsT0+int64(i), "null", "host", "a"))
 		}
-		code, _, b = call(t, s, "POST", "/api/put?details", []byte(arr(items...)))
-		decode(t, b, &rep)
+		code, _, b = otsCall(t, s, "POST", "/api/put?details", []byte(otsArr(items...)))
+		otsDecode(t, b, &rep)
 		if code != 400 || !strings.Contains(string(b), `"success":0,"failed":20`) || len(rep.Errors) != 5 {
 			t.Fatalf("capped details: %d %s", code, b)
 		}
 	})
 
 	t.Run("put errors", func(t *testing.T) {
-		wantError(t, s, 400, "POST", "/api/put", "", "Missing request content")
-		wantError(t, s, 400, "POST", "/api/put", "42", "The JSON must start as an object or an array")
-		wantError(t, s, 400, "POST", "/api/put", "[{", "Unable to parse the given JSON")
-		wantError(t, s, 400, "POST", "/api/put", arr(dp("e.m", 0, "1", "host", "a")), "One or more data points had errors")
-		wantError(t, s, 405, "GET", "/api/put", nil, "Method not allowed")
-		code, _, b := call(t, s, "POST", "/api/put?details", []byte(arr(dp("e.m", t0, "1", "host", "a"), dp("e.m", t0, "1"), dp("e!m", t0, "1", "host", "a"))))
+		otsWantError(t, s, 400, "POST", "/api/put", "", "Missing request content")
+		otsWantError(t, s, 400, "POST", "/api/put", "42", "The JSON must start as an object or an array")
+		otsWantError(t, s, 400, "POST", "/api/put", "[{", "Unable to parse the given JSON")
+		otsWantError(t, s, 400, "POST", "/api/put", otsArr(otsDP("e.m", 0, "1", "host", "a")), "One or more data points had errors")
+		otsWantError(t, s, 405, "GET", "/api/put", nil, "Method not allowed")
+		code, _, b := otsCall(t, s, "POST", "/api/put?details", []byte(otsArr(otsDP("e.m", otsT0, "1", "host", "a"), otsDP("e.m", otsT0, "1"), otsDP("e!m", otsT0, "1", "host", "a"))))
 		if code != 400 || !strings.Contains(string(b), "Missing tags") || !strings.Contains(string(b), "illegal character") || !strings.Contains(string(b), `"success":1,"failed":2`) {
 			t.Fatalf("details: %d %s", code, b)
 		}
@@ -188,7 +188,7 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 			"put tel.m notatime 1 host=a",
 			"bogus",
 			"version")
-		for _, want := range []string{
+		for _, expect := range []string{
 			"put: illegal argument: not enough arguments (need least 4, got 1)",
 			"put: illegal argument: invalid timestamp: 0",
 			"put: illegal argument: invalid tag: host",
@@ -198,8 +198,8 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 			"unknown command: bogus.  Try `help'.",
 			"hourglass ",
 		} {
-			if got := line(); !strings.HasPrefix(got, want) {
-				t.Fatalf("telnet reply %q, want %q", got, want)
+			if got := line(); !strings.HasPrefix(got, expect) {
+				t.Fatalf("telnet reply %q, want %q", got, expect)
 			}
 		}
 		line() // the version's second line
@@ -239,7 +239,7 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 			t.Fatalf("after exit: %v", err)
 		}
 		// The three good puts, at s, ms and s.ms.
-		rs := query(t, s, "/api/query", fmt.Sprintf(`{"start":%d,"end":%d,"msResolution":true,"queries":[{"metric":"tel.m","aggregator":"sum"}]}`, t0, t0+60))
-		checkPoints(t, "telnet puts", single(t, "", rs).points(t), pts{t0 * 1000: 1, t0*1000 + 1500: 2.5, t0*1000 + 2250: 3})
+		rs := otsQuery(t, s, "/api/query", fmt.Sprintf(`{"start":%d,"end":%d,"msResolution":true,"queries":[{"metric":"tel.m","aggregator":"sum"}]}`, otsT0, otsT0+60))
+		otsCheckPoints(t, "telnet puts", otsSingle(t, "", rs).points(t), otsPts{otsT0 * 1000: 1, otsT0*1000 + 1500: 2.5, otsT0*1000 + 2250: 3})
 	})
 }
