@@ -26,6 +26,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"hourglass/ingest"
 	"hourglass/query"
@@ -717,4 +718,48 @@ func chunkSamples(t *testing.T, chks []prompb.Chunk) []prompb.Sample {
 		}
 	}
 	return out
+}
+
+// TestPromNegativeZero: Prometheus' own encoder drops a zero double, -0
+// included, but a sender that writes -0 gets it back, bit for bit.
+func TestPromNegativeZero(t *testing.T) {
+	ps := newPromServer(t, nil)
+	label := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "__name__")
+	label = protowire.AppendString(protowire.AppendTag(label, 2, protowire.BytesType), "negzero")
+	sample := protowire.AppendFixed64(protowire.AppendTag(nil, 1, protowire.Fixed64Type), math.Float64bits(math.Copysign(0, -1)))
+	sample = protowire.AppendVarint(protowire.AppendTag(sample, 2, protowire.VarintType), uint64(t0))
+	ts := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), label)
+	ts = protowire.AppendBytes(protowire.AppendTag(ts, 2, protowire.BytesType), sample)
+	req := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), ts)
+	if r := ps.do("POST", "/api/v1/write", v1Headers, snappy.Encode(nil, req)); r.code != 204 {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0, EndTimestampMs: t0,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "negzero"}}}}}
+	r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Encoding": "snappy"}, snappy.Encode(nil, mustMarshal(t, rr)))
+	got := readResults(t, r)[0][`{__name__="negzero"}`]
+	if len(got) != 1 || math.Float64bits(got[0].Value) != math.Float64bits(math.Copysign(0, -1)) {
+		t.Fatalf("read back %v", got)
+	}
+	_, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"negzero"}, "time": {strconv.FormatInt(t0/1000, 10)}})
+	if v := vectorResult(t, ar)[`{__name__="negzero"}`]; v != "-0" {
+		t.Fatalf("PromQL: %q, want -0", v)
+	}
+}
+
+// TestPromWriteStorageDown: when the storage cannot take the write, the
+// answer is a 5xx, which senders retry.
+func TestPromWriteStorageDown(t *testing.T) {
+	ps := newPromServer(t, nil)
+	if err := ps.srv.head.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{Timeseries: []writev2.TimeSeries{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "m"), nil),
+		Samples: []writev2.Sample{{Value: 1, Timestamp: t0}}}}}
+	req.Symbols = st.Symbols()
+	r := ps.writeV2(req)
+	if r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "retry") || r.header.Get(hdrSamplesWritten) != "0" {
+		t.Fatalf("%d %s %v", r.code, r.body, r.header)
+	}
 }
