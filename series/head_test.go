@@ -246,3 +246,36 @@ func TestIdleSeriesAreForgottenAndComeBack(t *testing.T) {
 	want := map[string][]chunk.Point{l.String(): {{T: t0, V: chunk.Int(1)}, {T: t0 + 3*rowkey.HourMs, V: chunk.Int(2)}}}
 	equalPoints(t, e.read("sys.cpu", t0, t0+4*rowkey.HourMs), want)
 }
+
+// TestWALStaysBounded writes many hours of data through small segments and
+// checks that segments whose points are in the store are deleted.
+func TestWALStaysBounded(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, func(o *series.Options) {
+		o.WAL.SegmentSize = 32 << 10
+		o.SweepInterval = 5 * time.Millisecond
+		o.Grace = time.Minute
+	})
+	defer e.close()
+	const hours = 12
+	ss, _ := samplesFor(20, hours*360, 10_000)
+	maxSegs := 0
+	for i := 0; i < len(ss); i += 400 {
+		e.append(ss[i:min(i+400, len(ss))]...)
+		segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+		maxSegs = max(maxSegs, len(segs))
+	}
+	// Let the sweeper catch up with the last hours sealed by data time.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+		if len(segs) <= 12 || time.Now().After(deadline) {
+			t.Logf("%d hours of data: at most %d segments at once, %d at the end", hours, maxSegs, len(segs))
+			if len(segs) > 12 {
+				t.Fatalf("%d wal segments remain after %d hours of data: truncation does not keep up", len(segs), hours)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
