@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -74,13 +74,13 @@ func newPromServer(t *testing.T, mod func(*Config)) *promServer {
 	return &promServer{t: t, srv: srv, h: srv.Handler()}
 }
 
-type reply struct {
+type promReply struct {
 	code   int
 	header http.Header
 	body   []byte
 }
 
-func (ps *promServer) do(method, path string, hdr map[string]string, body []byte) reply {
+func (ps *promServer) do(method, path string, hdr map[string]string, body []byte) promReply {
 	ps.t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	for k, v := range hdr {
@@ -88,32 +88,32 @@ func (ps *promServer) do(method, path string, hdr map[string]string, body []byte
 	}
 	rec := httptest.NewRecorder()
 	ps.h.ServeHTTP(rec, req)
-	return reply{rec.Code, rec.Header(), rec.Body.Bytes()}
+	return promReply{rec.Code, rec.Header(), rec.Body.Bytes()}
 }
 
-var v1Headers = map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "0.1.0"}
-var v2Headers = map[string]string{"Content-Type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "2.0.0"}
+var promV1Headers = map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "0.1.0"}
+var promV2Headers = map[string]string{"Content-Type": "application/x-protobuf;proto=io.prometheus.write.v2.Request", "Content-Encoding": "snappy", "X-Prometheus-Remote-Write-Version": "2.0.0"}
 
-func (ps *promServer) writeV1(req *prompb.WriteRequest) reply {
+func (ps *promServer) writeV1(req *prompb.WriteRequest) promReply {
 	ps.t.Helper()
 	b, err := req.Marshal()
 	if err != nil {
 		ps.t.Fatal(err)
 	}
-	return ps.do("POST", "/api/v1/write", v1Headers, snappy.Encode(nil, b))
+	return ps.do("POST", "/api/v1/write", promV1Headers, snappy.Encode(nil, b))
 }
 
-func (ps *promServer) writeV2(req *writev2.Request) reply {
+func (ps *promServer) writeV2(req *writev2.Request) promReply {
 	ps.t.Helper()
 	b, err := req.Marshal()
 	if err != nil {
 		ps.t.Fatal(err)
 	}
-	return ps.do("POST", "/api/v1/write", v2Headers, snappy.Encode(nil, b))
+	return ps.do("POST", "/api/v1/write", promV2Headers, snappy.Encode(nil, b))
 }
 
-// apiResp is the envelope of the query API.
-type apiResp struct {
+// promAPIResp is the envelope of the query API.
+type promAPIResp struct {
 	Status    string          `json:"status"`
 	Data      json.RawMessage `json:"data"`
 	ErrorType string          `json:"errorType"`
@@ -121,9 +121,9 @@ type apiResp struct {
 	Warnings  []string        `json:"warnings"`
 }
 
-func (ps *promServer) api(method, path string, form url.Values) (int, apiResp) {
+func (ps *promServer) api(method, path string, form url.Values) (int, promAPIResp) {
 	ps.t.Helper()
-	var r reply
+	var r promReply
 	if method == "POST" {
 		r = ps.do("POST", path, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte(form.Encode()))
 	} else {
@@ -132,7 +132,7 @@ func (ps *promServer) api(method, path string, form url.Values) (int, apiResp) {
 		}
 		r = ps.do("GET", path, nil, nil)
 	}
-	var ar apiResp
+	var ar promAPIResp
 	if err := json.Unmarshal(r.body, &ar); err != nil {
 		ps.t.Fatalf("%s %s: %d, not JSON: %s", method, path, r.code, r.body)
 	}
@@ -142,8 +142,8 @@ func (ps *promServer) api(method, path string, form url.Values) (int, apiResp) {
 	return r.code, ar
 }
 
-// vectorResult decodes an instant vector into metric → value string.
-func vectorResult(t *testing.T, ar apiResp) map[string]string {
+// promVector decodes an instant vector into metric → value string.
+func promVector(t *testing.T, ar promAPIResp) map[string]string {
 	t.Helper()
 	var d struct {
 		ResultType string `json:"resultType"`
@@ -162,14 +162,14 @@ func vectorResult(t *testing.T, ar apiResp) map[string]string {
 	return out
 }
 
-const t0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
+const promT0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
 
 func TestPromGrafanaHealthCheck(t *testing.T) {
 	ps := newPromServer(t, nil)
 	want := `{"status":"success","data":{"resultType":"scalar","result":[4,"2"]}}`
 	for _, method := range []string{"GET", "POST"} {
 		form := url.Values{"query": {"1+1"}, "time": {"4"}}
-		var r reply
+		var r promReply
 		if method == "GET" {
 			r = ps.do("GET", "/api/v1/query?"+form.Encode(), nil, nil)
 		} else {
@@ -185,7 +185,7 @@ func TestPromWriteV1AndQuery(t *testing.T) {
 	ps := newPromServer(t, nil)
 	var samples []prompb.Sample
 	for i := 0; i < 5; i++ {
-		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*15000, Value: float64(i) * 1.5})
+		samples = append(samples, prompb.Sample{Timestamp: promT0 + int64(i)*15000, Value: float64(i) * 1.5})
 	}
 	r := ps.writeV1(&prompb.WriteRequest{
 		Timeseries: []prompb.TimeSeries{
@@ -201,17 +201,17 @@ func TestPromWriteV1AndQuery(t *testing.T) {
 			t.Errorf("a 1.0 request got %s", h)
 		}
 	}
-	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {`{"node.load1"}`}, "time": {strconv.FormatInt(t0/1000+60, 10)}})
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {`{"node.load1"}`}, "time": {strconv.FormatInt(promT0/1000+60, 10)}})
 	if code != 200 {
 		t.Fatalf("query: %d %+v", code, ar)
 	}
-	got := vectorResult(t, ar)
+	got := promVector(t, ar)
 	if v := got[`{__name__="node.load1", job="node exporter"}`]; v != "6" || len(got) != 1 {
 		t.Fatalf("query result %v", got)
 	}
 	// A range query: values as strings, timestamps as seconds.
 	code, ar = ps.api("POST", "/api/v1/query_range", url.Values{"query": {`{__name__="node.load1"}`},
-		"start": {strconv.FormatInt(t0/1000, 10)}, "end": {strconv.FormatInt(t0/1000+30, 10)}, "step": {"15"}})
+		"start": {strconv.FormatInt(promT0/1000, 10)}, "end": {strconv.FormatInt(promT0/1000+30, 10)}, "step": {"15"}})
 	if code != 200 {
 		t.Fatalf("query_range: %d %+v", code, ar)
 	}
@@ -231,17 +231,17 @@ func TestPromWriteV2(t *testing.T) {
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total", "path", "/a b\n"), nil),
-			Samples:  []writev2.Sample{{Value: 1, Timestamp: t0}, {Value: 3, Timestamp: t0 + 15000}},
+			Samples:  []writev2.Sample{{Value: 1, Timestamp: promT0}, {Value: 3, Timestamp: promT0 + 15000}},
 			Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_COUNTER, HelpRef: st.Symbolize("Requests."), UnitRef: st.Symbolize("requests")}},
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "temp"), nil),
-			Samples: []writev2.Sample{{Value: math.Float64frombits(value.StaleNaN), Timestamp: t0}}},
+			Samples: []writev2.Sample{{Value: math.Float64frombits(value.StaleNaN), Timestamp: promT0}}},
 	}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
 	if r.code != http.StatusNoContent {
 		t.Fatalf("write: %d %s", r.code, r.body)
 	}
-	for h, want := range map[string]string{hdrSamplesWritten: "3", hdrHistogramsWritten: "0", hdrExemplarsWritten: "0"} {
+	for h, want := range map[string]string{promHdrSamplesWritten: "3", promHdrHistogramsWritten: "0", promHdrExemplarsWritten: "0"} {
 		if got := r.header.Get(h); got != want {
 			t.Errorf("%s: %q, want %q", h, got, want)
 		}
@@ -254,7 +254,7 @@ func TestPromWriteV2(t *testing.T) {
 
 func TestPromWriteRejects(t *testing.T) {
 	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxDecodedBytes = 1 << 16 })
-	good := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "good"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}
+	good := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "good"}}, Samples: []prompb.Sample{{Timestamp: promT0, Value: 1}}}
 	marshal := func(r *prompb.WriteRequest) []byte {
 		b, _ := r.Marshal()
 		return snappy.Encode(nil, b)
@@ -274,12 +274,12 @@ func TestPromWriteRejects(t *testing.T) {
 		{"json content type", map[string]string{"Content-Type": "application/json", "Content-Encoding": "snappy"}, "POST", goodBody, 415, "Content-Type"},
 		{"unknown proto", map[string]string{"Content-Type": "application/x-protobuf;proto=io.prometheus.write.v9.Request", "Content-Encoding": "snappy"}, "POST", goodBody, 415, "unknown proto"},
 		{"gzip", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, "POST", goodBody, 415, "Content-Encoding"},
-		{"decoded size claimed over the limit", v1Headers, "POST", hugeClaim, 413, "decodes to 1073741824 bytes"},
-		{"decoded size over the limit", v1Headers, "POST", snappy.Encode(nil, big), 413, "more than the limit of 65536"},
-		{"not snappy", v1Headers, "POST", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 400, "snappy"},
-		{"corrupt snappy", v1Headers, "POST", []byte{0x10, 0x00}, 400, "snappy"},
-		{"malformed protobuf", v1Headers, "POST", snappy.Encode(nil, []byte{0x0a, 0x7f, 0x01}), 400, "nothing written: malformed"},
-		{"get", v1Headers, "GET", nil, 405, "Method Not Allowed"},
+		{"decoded size claimed over the limit", promV1Headers, "POST", hugeClaim, 413, "decodes to 1073741824 bytes"},
+		{"decoded size over the limit", promV1Headers, "POST", snappy.Encode(nil, big), 413, "more than the limit of 65536"},
+		{"not snappy", promV1Headers, "POST", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 400, "snappy"},
+		{"corrupt snappy", promV1Headers, "POST", []byte{0x10, 0x00}, 400, "snappy"},
+		{"malformed protobuf", promV1Headers, "POST", snappy.Encode(nil, []byte{0x0a, 0x7f, 0x01}), 400, "nothing written: malformed"},
+		{"get", promV1Headers, "GET", nil, 405, "Method Not Allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ps.do(tc.method, "/api/v1/write", tc.hdr, tc.body)
@@ -299,7 +299,7 @@ func TestPromWriteInvalidSeries(t *testing.T) {
 		}
 		return out
 	}
-	one := []prompb.Sample{{Timestamp: t0, Value: 7}}
+	one := []prompb.Sample{{Timestamp: promT0, Value: 7}}
 	for _, tc := range []struct {
 		name  string
 		bad   prompb.TimeSeries
@@ -309,7 +309,7 @@ func TestPromWriteInvalidSeries(t *testing.T) {
 		{"empty label name", prompb.TimeSeries{Labels: lbl("__name__", "m", "", "x"), Samples: one}, "empty label name"},
 		{"duplicate label", prompb.TimeSeries{Labels: lbl("__name__", "m", "a", "1", "a", "2"), Samples: one}, `duplicate label name "a"`},
 		{"negative timestamp", prompb.TimeSeries{Labels: lbl("__name__", "m"), Samples: []prompb.Sample{{Timestamp: -1, Value: 1}}}, "outside the range"},
-		{"too many tags", prompb.TimeSeries{Labels: append(lbl("__name__", "m"), manyLabels(40)...), Samples: one}, "more than the limit of 32"},
+		{"too many tags", prompb.TimeSeries{Labels: append(lbl("__name__", "m"), promManyLabels(40)...), Samples: one}, "more than the limit of 32"},
 		{"long value", prompb.TimeSeries{Labels: lbl("__name__", "m", "a", strings.Repeat("x", 300)), Samples: one}, "more than 256 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -319,15 +319,15 @@ func TestPromWriteInvalidSeries(t *testing.T) {
 			if r.code != 400 || !strings.Contains(string(r.body), tc.inMsg) {
 				t.Fatalf("%d %q, want 400 naming %q", r.code, r.body, tc.inMsg)
 			}
-			code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {name}, "time": {strconv.FormatInt(t0/1000, 10)}})
-			if code != 200 || vectorResult(t, ar)[`{__name__="`+name+`"}`] != "7" {
+			code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {name}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+			if code != 200 || promVector(t, ar)[`{__name__="`+name+`"}`] != "7" {
 				t.Fatalf("the valid series of a rejected request must be stored: %d %s", code, ar.Data)
 			}
 		})
 	}
 }
 
-func manyLabels(n int) []prompb.Label {
+func promManyLabels(n int) []prompb.Label {
 	var out []prompb.Label
 	for i := 0; i < n; i++ {
 		out = append(out, prompb.Label{Name: "l" + strconv.Itoa(i), Value: "v"})
@@ -340,34 +340,34 @@ func TestPromWriteV2HistogramsAndExemplarsRejected(t *testing.T) {
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "latency_seconds"), nil),
-			Histograms: []writev2.Histogram{writev2.FromFloatHistogram(0, t0, &histogram.FloatHistogram{Count: 2, Sum: 1})}},
+			Histograms: []writev2.Histogram{writev2.FromFloatHistogram(0, promT0, &histogram.FloatHistogram{Count: 2, Sum: 1})}},
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total"), nil),
-			Samples:   []writev2.Sample{{Value: 5, Timestamp: t0}},
-			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "abc"), nil), Value: 5, Timestamp: t0}}},
+			Samples:   []writev2.Sample{{Value: 5, Timestamp: promT0}},
+			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "abc"), nil), Value: 5, Timestamp: promT0}}},
 	}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
 	if r.code != 400 || !strings.Contains(string(r.body), "native histogram") {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	if r.header.Get(hdrSamplesWritten) != "1" || r.header.Get(hdrHistogramsWritten) != "0" || r.header.Get(hdrExemplarsWritten) != "0" {
+	if r.header.Get(promHdrSamplesWritten) != "1" || r.header.Get(promHdrHistogramsWritten) != "0" || r.header.Get(promHdrExemplarsWritten) != "0" {
 		t.Fatalf("written headers %v", r.header)
 	}
-	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(t0/1000, 10)}})
-	if code != 200 || vectorResult(t, ar)[`{__name__="requests_total"}`] != "5" {
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+	if code != 200 || promVector(t, ar)[`{__name__="requests_total"}`] != "5" {
 		t.Fatalf("the float sample must be stored: %s", ar.Data)
 	}
 }
 
 func TestPromWriteSheds(t *testing.T) {
 	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxInflightBytes = 1000 })
-	body := snappy.Encode(nil, mustMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
-		Labels: []prompb.Label{{Name: "__name__", Value: "slow"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}}}))
+	body := snappy.Encode(nil, promMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels: []prompb.Label{{Name: "__name__", Value: "slow"}}, Samples: []prompb.Sample{{Timestamp: promT0, Value: 1}}}}}))
 	// Request A announces 900 bytes and sends them slowly.
 	pr, pw := io.Pipe()
 	reqA := httptest.NewRequest("POST", "/api/v1/write", pr)
 	reqA.ContentLength = 900
-	for k, v := range v1Headers {
+	for k, v := range promV1Headers {
 		reqA.Header.Set(k, v)
 	}
 	recA := httptest.NewRecorder()
@@ -380,7 +380,7 @@ func TestPromWriteSheds(t *testing.T) {
 	// B does not fit beside it.
 	reqB := httptest.NewRequest("POST", "/api/v1/write", bytes.NewReader(body))
 	reqB.ContentLength = int64(len(body)) + 200
-	for k, v := range v1Headers {
+	for k, v := range promV1Headers {
 		reqB.Header.Set(k, v)
 	}
 	recB := httptest.NewRecorder()
@@ -396,13 +396,13 @@ func TestPromWriteSheds(t *testing.T) {
 		t.Fatalf("A was shed")
 	}
 	// Once A is done, B fits.
-	r := ps.do("POST", "/api/v1/write", v1Headers, body)
+	r := ps.do("POST", "/api/v1/write", promV1Headers, body)
 	if r.code != http.StatusNoContent {
 		t.Fatalf("after A: %d %s", r.code, r.body)
 	}
 }
 
-func mustMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte {
+func promMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte {
 	t.Helper()
 	b, err := m.Marshal()
 	if err != nil {
@@ -411,8 +411,8 @@ func mustMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte 
 	return b
 }
 
-func TestInflightLimiter(t *testing.T) {
-	l := newInflightLimiter(100, 2)
+func TestPromLimiter(t *testing.T) {
+	l := newPromLimiter(100, 2)
 	a, ok := l.acquire(500) // alone: admitted even over the bound
 	if !ok {
 		t.Fatal("a lone request must be admitted")
@@ -446,12 +446,12 @@ func TestPromQueryErrors(t *testing.T) {
 	ps := newPromServer(t, func(c *Config) { c.Prom.MaxSamples = 10 })
 	var samples []prompb.Sample
 	for i := 0; i < 20; i++ {
-		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*1000, Value: 1})
+		samples = append(samples, prompb.Sample{Timestamp: promT0 + int64(i)*1000, Value: 1})
 	}
 	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "__name__", Value: "m"}}, Samples: samples}}}); r.code != 204 {
 		t.Fatal(r.code, string(r.body))
 	}
-	end := strconv.FormatInt(t0/1000+20, 10)
+	end := strconv.FormatInt(promT0/1000+20, 10)
 	for _, tc := range []struct {
 		name, path string
 		form       url.Values
@@ -487,14 +487,14 @@ func TestPromMetadataEndpoints(t *testing.T) {
 		for i := 0; i < len(kv); i += 2 {
 			l = append(l, prompb.Label{Name: kv[i], Value: kv[i+1]})
 		}
-		return prompb.TimeSeries{Labels: l, Samples: []prompb.Sample{{Timestamp: t0, Value: 1}}}
+		return prompb.TimeSeries{Labels: l, Samples: []prompb.Sample{{Timestamp: promT0, Value: 1}}}
 	}
 	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		ts("up", "job", "a", "instance", "x:1"), ts("up", "job", "b", "instance", "y:1"), ts("http.requests", "job", "a", "ünï code", "✓"),
 	}}); r.code != 204 {
 		t.Fatal(r.code, string(r.body))
 	}
-	start, end := strconv.FormatInt(t0/1000-60, 10), strconv.FormatInt(t0/1000+60, 10)
+	start, end := strconv.FormatInt(promT0/1000-60, 10), strconv.FormatInt(promT0/1000+60, 10)
 	for _, tc := range []struct {
 		name, path string
 		form       url.Values
@@ -544,15 +544,15 @@ func TestPromMetadataEndpoints(t *testing.T) {
 	}
 }
 
-// TestQueryPathShared: /api/v1/query is PromQL with a query parameter and
+// TestPromQueryPathShared: /api/v1/query is PromQL with a query parameter and
 // OpenTSDB's /api/query otherwise.
-func TestQueryPathShared(t *testing.T) {
+func TestPromQueryPathShared(t *testing.T) {
 	ps := newPromServer(t, nil)
 	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
-		Labels: []prompb.Label{{Name: "__name__", Value: "sys.cpu.user"}, {Name: "host", Value: "a"}}, Samples: []prompb.Sample{{Timestamp: t0, Value: 42}}}}}); r.code != 204 {
+		Labels: []prompb.Label{{Name: "__name__", Value: "sys.cpu.user"}, {Name: "host", Value: "a"}}, Samples: []prompb.Sample{{Timestamp: promT0, Value: 42}}}}}); r.code != 204 {
 		t.Fatal(r.code)
 	}
-	startS := strconv.FormatInt(t0/1000-10, 10)
+	startS := strconv.FormatInt(promT0/1000-10, 10)
 	// OpenTSDB GET with m=.
 	r := ps.do("GET", "/api/v1/query?start="+startS+"&m=sum:sys.cpu.user{host=a}", nil, nil)
 	if r.code != 200 || !strings.Contains(string(r.body), `"metric":"sys.cpu.user"`) || !strings.Contains(string(r.body), `"1767225600":42`) {
@@ -566,8 +566,8 @@ func TestQueryPathShared(t *testing.T) {
 	}
 	// PromQL, GET and POST.
 	for _, m := range []string{"GET", "POST"} {
-		code, ar := ps.api(m, "/api/v1/query", url.Values{"query": {`{__name__="sys.cpu.user",host="a"}`}, "time": {strconv.FormatInt(t0/1000, 10)}})
-		if code != 200 || vectorResult(t, ar)[`{__name__="sys.cpu.user", host="a"}`] != "42" {
+		code, ar := ps.api(m, "/api/v1/query", url.Values{"query": {`{__name__="sys.cpu.user",host="a"}`}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+		if code != 200 || promVector(t, ar)[`{__name__="sys.cpu.user", host="a"}`] != "42" {
 			t.Fatalf("PromQL %s: %d %s", m, code, ar.Data)
 		}
 	}
@@ -578,7 +578,7 @@ func TestPromRead(t *testing.T) {
 	ps := newPromServer(t, func(c *Config) { c.Prom.ReadMaxBytesInFrame = 512 })
 	var samples []prompb.Sample
 	for i := 0; i < 300; i++ {
-		samples = append(samples, prompb.Sample{Timestamp: t0 + int64(i)*1000, Value: float64(i) / 3})
+		samples = append(samples, prompb.Sample{Timestamp: promT0 + int64(i)*1000, Value: float64(i) / 3})
 	}
 	samples[7].Value = math.Float64frombits(value.StaleNaN)
 	samples[8].Value = math.Inf(-1)
@@ -590,18 +590,18 @@ func TestPromRead(t *testing.T) {
 		t.Fatal(r.code)
 	}
 	rr := &prompb.ReadRequest{Queries: []*prompb.Query{
-		{StartTimestampMs: t0, EndTimestampMs: t0 + 299000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "cpu"}, {Type: prompb.LabelMatcher_NEQ, Name: "host", Value: "b"}}},
-		{StartTimestampMs: t0, EndTimestampMs: t0 + 1000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: "c.u"}, {Type: prompb.LabelMatcher_NRE, Name: "host", Value: "a"}}},
+		{StartTimestampMs: promT0, EndTimestampMs: promT0 + 299000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "cpu"}, {Type: prompb.LabelMatcher_NEQ, Name: "host", Value: "b"}}},
+		{StartTimestampMs: promT0, EndTimestampMs: promT0 + 1000, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: "c.u"}, {Type: prompb.LabelMatcher_NRE, Name: "host", Value: "a"}}},
 	}}
 	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
 		t.Run(rt.String(), func(t *testing.T) {
 			rr.AcceptedResponseTypes = []prompb.ReadRequest_ResponseType{rt}
 			r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"},
-				snappy.Encode(nil, mustMarshal(t, rr)))
+				snappy.Encode(nil, promMarshal(t, rr)))
 			if r.code != 200 {
 				t.Fatalf("%d %s", r.code, r.body)
 			}
-			got := readResults(t, r)
+			got := promReadResults(t, r)
 			want := []map[string][]prompb.Sample{
 				{`{__name__="cpu", host="a"}`: samples},
 				{`{__name__="cpu", host="b"}`: samples[:2]},
@@ -631,8 +631,8 @@ func TestPromRead(t *testing.T) {
 		code int
 	}{
 		{"not snappy", []byte("xx"), 400},
-		{"bad regex", snappy.Encode(nil, mustMarshal(t, &prompb.ReadRequest{Queries: []*prompb.Query{{Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "a", Value: "("}}}}})), 400},
-		{"unknown response type", snappy.Encode(nil, mustMarshal(t, &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{5}})), 400},
+		{"bad regex", snappy.Encode(nil, promMarshal(t, &prompb.ReadRequest{Queries: []*prompb.Query{{Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "a", Value: "("}}}}})), 400},
+		{"unknown response type", snappy.Encode(nil, promMarshal(t, &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{5}})), 400},
 	} {
 		r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Encoding": "snappy"}, tc.body)
 		if r.code != tc.code {
@@ -641,7 +641,7 @@ func TestPromRead(t *testing.T) {
 	}
 }
 
-func readResults(t *testing.T, r reply) []map[string][]prompb.Sample {
+func promReadResults(t *testing.T, r promReply) []map[string][]prompb.Sample {
 	t.Helper()
 	var out []map[string][]prompb.Sample
 	key := func(ls []prompb.Label) string {
@@ -672,21 +672,21 @@ func readResults(t *testing.T, r reply) []map[string][]prompb.Sample {
 	if ct := r.header.Get("Content-Type"); ct != "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	rd := chunkedFrames(t, r.body)
+	rd := promChunkedFrames(t, r.body)
 	for _, cr := range rd {
 		for int(cr.QueryIndex) >= len(out) {
 			out = append(out, map[string][]prompb.Sample{})
 		}
 		for _, cs := range cr.ChunkedSeries {
 			k := key(cs.Labels)
-			out[cr.QueryIndex][k] = append(out[cr.QueryIndex][k], chunkSamples(t, cs.Chunks)...)
+			out[cr.QueryIndex][k] = append(out[cr.QueryIndex][k], promChunkSamples(t, cs.Chunks)...)
 		}
 	}
 	return out
 }
 
-// chunkedFrames reads a STREAMED_XOR_CHUNKS body with Prometheus' reader.
-func chunkedFrames(t *testing.T, body []byte) []prompb.ChunkedReadResponse {
+// promChunkedFrames reads a STREAMED_XOR_CHUNKS body with Prometheus' reader.
+func promChunkedFrames(t *testing.T, body []byte) []prompb.ChunkedReadResponse {
 	t.Helper()
 	rd := remote.NewChunkedReader(bytes.NewReader(body), 1<<20, nil)
 	var out []prompb.ChunkedReadResponse
@@ -703,7 +703,7 @@ func chunkedFrames(t *testing.T, body []byte) []prompb.ChunkedReadResponse {
 	}
 }
 
-func chunkSamples(t *testing.T, chks []prompb.Chunk) []prompb.Sample {
+func promChunkSamples(t *testing.T, chks []prompb.Chunk) []prompb.Sample {
 	t.Helper()
 	var out []prompb.Sample
 	for _, c := range chks {
@@ -727,22 +727,22 @@ func TestPromNegativeZero(t *testing.T) {
 	label := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "__name__")
 	label = protowire.AppendString(protowire.AppendTag(label, 2, protowire.BytesType), "negzero")
 	sample := protowire.AppendFixed64(protowire.AppendTag(nil, 1, protowire.Fixed64Type), math.Float64bits(math.Copysign(0, -1)))
-	sample = protowire.AppendVarint(protowire.AppendTag(sample, 2, protowire.VarintType), uint64(t0))
+	sample = protowire.AppendVarint(protowire.AppendTag(sample, 2, protowire.VarintType), uint64(promT0))
 	ts := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), label)
 	ts = protowire.AppendBytes(protowire.AppendTag(ts, 2, protowire.BytesType), sample)
 	req := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), ts)
-	if r := ps.do("POST", "/api/v1/write", v1Headers, snappy.Encode(nil, req)); r.code != 204 {
+	if r := ps.do("POST", "/api/v1/write", promV1Headers, snappy.Encode(nil, req)); r.code != 204 {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: t0, EndTimestampMs: t0,
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: promT0, EndTimestampMs: promT0,
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "negzero"}}}}}
-	r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Encoding": "snappy"}, snappy.Encode(nil, mustMarshal(t, rr)))
-	got := readResults(t, r)[0][`{__name__="negzero"}`]
+	r := ps.do("POST", "/api/v1/read", map[string]string{"Content-Encoding": "snappy"}, snappy.Encode(nil, promMarshal(t, rr)))
+	got := promReadResults(t, r)[0][`{__name__="negzero"}`]
 	if len(got) != 1 || math.Float64bits(got[0].Value) != math.Float64bits(math.Copysign(0, -1)) {
 		t.Fatalf("read back %v", got)
 	}
-	_, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"negzero"}, "time": {strconv.FormatInt(t0/1000, 10)}})
-	if v := vectorResult(t, ar)[`{__name__="negzero"}`]; v != "-0" {
+	_, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"negzero"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+	if v := promVector(t, ar)[`{__name__="negzero"}`]; v != "-0" {
 		t.Fatalf("PromQL: %q, want -0", v)
 	}
 }
@@ -756,10 +756,10 @@ func TestPromWriteStorageDown(t *testing.T) {
 	}
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "m"), nil),
-		Samples: []writev2.Sample{{Value: 1, Timestamp: t0}}}}}
+		Samples: []writev2.Sample{{Value: 1, Timestamp: promT0}}}}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
-	if r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "retry") || r.header.Get(hdrSamplesWritten) != "0" {
+	if r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "retry") || r.header.Get(promHdrSamplesWritten) != "0" {
 		t.Fatalf("%d %s %v", r.code, r.body, r.header)
 	}
 }

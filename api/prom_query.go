@@ -35,8 +35,8 @@ import (
 // release supports.
 const PromAPIVersion = "3.15.0"
 
-// statusClientClosed is what Prometheus answers a canceled query with.
-const statusClientClosed = 499
+// promStatusClientClosed is what Prometheus answers a canceled query with.
+const promStatusClientClosed = 499
 
 // Prometheus' defaults for an absent start and end (web/api/v1.MinTime, MaxTime).
 var (
@@ -44,14 +44,14 @@ var (
 	promMaxTime = time.Unix(math.MaxInt64/1000-62135596801, 999999999).UTC()
 )
 
-func errorStatus(typ string) int {
+func promErrorStatus(typ string) int {
 	switch typ {
 	case prom.ErrorBadData:
 		return http.StatusBadRequest
 	case prom.ErrorExecution:
 		return http.StatusUnprocessableEntity
 	case prom.ErrorCanceled:
-		return statusClientClosed
+		return promStatusClientClosed
 	case prom.ErrorTimeout, prom.ErrorUnavailable:
 		return http.StatusServiceUnavailable
 	case prom.ErrorNotFound:
@@ -63,7 +63,7 @@ func errorStatus(typ string) int {
 }
 
 func (p *promAPI) respondError(w http.ResponseWriter, typ, msg string) {
-	code := errorStatus(typ)
+	code := promErrorStatus(typ)
 	if code >= 500 && code != http.StatusServiceUnavailable {
 		p.s.log.Error("prometheus api error", "type", typ, "err", msg)
 	}
@@ -88,8 +88,8 @@ func (p *promAPI) respond(w http.ResponseWriter, data []byte, warnings, infos []
 	_, _ = w.Write(out)
 }
 
-// execError maps an error of the engine or the storage to the API's error type.
-func execError(err error) string {
+// promExecError maps an error of the engine or the storage to the API's error type.
+func promExecError(err error) string {
 	var le *query.LimitError
 	var tooMany promql.ErrTooManySamples
 	var timeout promql.ErrQueryTimeout
@@ -113,7 +113,7 @@ func execError(err error) string {
 	return prom.ErrorExecution
 }
 
-func parseTime(s string) (time.Time, error) {
+func promParseTime(s string) (time.Time, error) {
 	if t, err := strconv.ParseFloat(s, 64); err == nil {
 		s, ns := math.Modf(t)
 		ns = math.Round(ns*1000) / 1000
@@ -131,19 +131,19 @@ func parseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("cannot parse %q to a valid timestamp", s)
 }
 
-func parseTimeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
+func promParseTimeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
 	v := r.FormValue(name)
 	if v == "" {
 		return def, nil
 	}
-	t, err := parseTime(v)
+	t, err := promParseTime(v)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("invalid time value for '%s': %w", name, err)
 	}
 	return t, nil
 }
 
-func parseDuration(s string) (time.Duration, error) {
+func promParseDuration(s string) (time.Duration, error) {
 	if d, err := strconv.ParseFloat(s, 64); err == nil {
 		ts := d * float64(time.Second)
 		if ts > float64(math.MaxInt64) || ts < float64(math.MinInt64) {
@@ -157,7 +157,7 @@ func parseDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
 }
 
-func parseLimit(s string) (int, error) {
+func promParseLimit(s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -171,8 +171,8 @@ func parseLimit(s string) (int, error) {
 	return n, nil
 }
 
-// hintLimit is limit+1, so a truncation can be told (web/api/v1.toHintLimit).
-func hintLimit(limit int) int {
+// promHintLimit is limit+1, so a truncation can be told (web/api/v1.toHintLimit).
+func promHintLimit(limit int) int {
 	if limit > 0 && limit < math.MaxInt {
 		return limit + 1
 	}
@@ -182,7 +182,7 @@ func hintLimit(limit int) int {
 func (p *promAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 	var lookback time.Duration
 	if s := r.FormValue("lookback_delta"); s != "" {
-		d, err := parseDuration(s)
+		d, err := promParseDuration(s)
 		if err != nil {
 			return nil, fmt.Errorf("error parsing lookback delta duration: %w", err)
 		}
@@ -195,7 +195,7 @@ func (p *promAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 func (p *promAPI) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
 	ctx := r.Context()
 	if to := r.FormValue("timeout"); to != "" {
-		d, err := parseDuration(to)
+		d, err := promParseDuration(to)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,12 +207,12 @@ func (p *promAPI) queryContext(r *http.Request) (context.Context, context.Cancel
 
 // handleQuery is the instant query, /api/v1/query.
 func (p *promAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r.FormValue("limit"))
+	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
 		return
 	}
-	ts, err := parseTimeParam(r, "time", p.now())
+	ts, err := promParseTimeParam(r, "time", p.now())
 	if err != nil {
 		p.invalidParam(w, "time", err)
 		return
@@ -240,17 +240,17 @@ func (p *promAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 
 // handleQueryRange is /api/v1/query_range.
 func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r.FormValue("limit"))
+	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
 		return
 	}
-	start, err := parseTime(r.FormValue("start"))
+	start, err := promParseTime(r.FormValue("start"))
 	if err != nil {
 		p.invalidParam(w, "start", err)
 		return
 	}
-	end, err := parseTime(r.FormValue("end"))
+	end, err := promParseTime(r.FormValue("end"))
 	if err != nil {
 		p.invalidParam(w, "end", err)
 		return
@@ -259,7 +259,7 @@ func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 		p.invalidParam(w, "end", errors.New("end timestamp must not be before start time"))
 		return
 	}
-	step, err := parseDuration(r.FormValue("step"))
+	step, err := promParseDuration(r.FormValue("step"))
 	if err != nil {
 		p.invalidParam(w, "step", err)
 		return
@@ -296,7 +296,7 @@ func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
 	res := qry.Exec(ctx)
 	if res.Err != nil {
-		p.respondError(w, execError(res.Err), res.Err.Error())
+		p.respondError(w, promExecError(res.Err), res.Err.Error())
 		return
 	}
 	warnings := res.Warnings
@@ -348,15 +348,15 @@ func (p *promAPI) rangeParams(w http.ResponseWriter, r *http.Request) (limit int
 		return
 	}
 	var err error
-	if limit, err = parseLimit(r.FormValue("limit")); err != nil {
+	if limit, err = promParseLimit(r.FormValue("limit")); err != nil {
 		p.invalidParam(w, "limit", err)
 		return
 	}
-	if start, err = parseTimeParam(r, "start", promMinTime); err != nil {
+	if start, err = promParseTimeParam(r, "start", promMinTime); err != nil {
 		p.invalidParam(w, "start", err)
 		return
 	}
-	if end, err = parseTimeParam(r, "end", promMaxTime); err != nil {
+	if end, err = promParseTimeParam(r, "end", promMaxTime); err != nil {
 		p.invalidParam(w, "end", err)
 		return
 	}
@@ -388,11 +388,11 @@ func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
 	if err != nil {
-		p.respondError(w, execError(err), err.Error())
+		p.respondError(w, promExecError(err), err.Error())
 		return
 	}
 	defer q.Close()
-	hints := &storage.LabelHints{Limit: hintLimit(limit)}
+	hints := &storage.LabelHints{Limit: promHintLimit(limit)}
 	if len(sets) == 0 {
 		sets = [][]*labels.Matcher{nil}
 	}
@@ -400,7 +400,7 @@ func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
 	for _, ms := range sets {
 		names, _, err := q.LabelNames(r.Context(), hints, ms...)
 		if err != nil {
-			p.respondError(w, execError(err), err.Error())
+			p.respondError(w, promExecError(err), err.Error())
 			return
 		}
 		for _, n := range names {
@@ -436,11 +436,11 @@ func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
 	if err != nil {
-		p.respondError(w, execError(err), err.Error())
+		p.respondError(w, promExecError(err), err.Error())
 		return
 	}
 	defer q.Close()
-	hints := &storage.LabelHints{Limit: hintLimit(limit)}
+	hints := &storage.LabelHints{Limit: promHintLimit(limit)}
 	if len(sets) == 0 {
 		sets = [][]*labels.Matcher{nil}
 	}
@@ -448,7 +448,7 @@ func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	for _, ms := range sets {
 		vals, _, err := q.LabelValues(r.Context(), name, hints, ms...)
 		if err != nil {
-			p.respondError(w, execError(err), err.Error())
+			p.respondError(w, promExecError(err), err.Error())
 			return
 		}
 		for _, v := range vals {
@@ -481,11 +481,11 @@ func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
 	if err != nil {
-		p.respondError(w, execError(err), err.Error())
+		p.respondError(w, promExecError(err), err.Error())
 		return
 	}
 	defer q.Close()
-	hints := &storage.SelectHints{Start: timestamp.FromTime(start), End: timestamp.FromTime(end), Func: "series", Limit: hintLimit(limit)}
+	hints := &storage.SelectHints{Start: timestamp.FromTime(start), End: timestamp.FromTime(end), Func: "series", Limit: promHintLimit(limit)}
 	seen := map[string]bool{}
 	var all []labels.Labels
 	for _, ms := range sets {
@@ -498,7 +498,7 @@ func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err := ss.Err(); err != nil {
-			p.respondError(w, execError(err), err.Error())
+			p.respondError(w, promExecError(err), err.Error())
 			return
 		}
 	}
@@ -595,12 +595,12 @@ func (p *promAPI) handleRules(w http.ResponseWriter, r *http.Request) {
 // handleExemplars is /api/v1/query_exemplars: the parameters are checked as
 // Prometheus checks them; no exemplars are stored, so the answer is empty.
 func (p *promAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
-	start, err := parseTimeParam(r, "start", promMinTime)
+	start, err := promParseTimeParam(r, "start", promMinTime)
 	if err != nil {
 		p.invalidParam(w, "start", err)
 		return
 	}
-	end, err := parseTimeParam(r, "end", promMaxTime)
+	end, err := promParseTimeParam(r, "end", promMaxTime)
 	if err != nil {
 		p.invalidParam(w, "end", err)
 		return

@@ -27,8 +27,8 @@ type promAPI struct {
 	engine    *promql.Engine
 	queryable storage.Queryable
 	parser    parser.Parser
-	limiter   *inflightLimiter
-	meta      *metadataStore
+	limiter   *promLimiter
+	meta      *promMetadata
 	decoders  sync.Pool // *prom.Decoder
 	now       func() time.Time
 }
@@ -43,8 +43,8 @@ func (s *Server) promRoutes(r *mux.Router) {
 		s:       s,
 		cfg:     cfg,
 		parser:  parser.NewParser(parser.Options{}),
-		limiter: newInflightLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
-		meta:    newMetadataStore(cfg.MaxMetadata),
+		limiter: newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
+		meta:    newPromMetadata(cfg.MaxMetadata),
 		now:     time.Now,
 	}
 	p.decoders.New = func() any { return &prom.Decoder{} }
@@ -94,8 +94,8 @@ func promMethods(h http.HandlerFunc, methods ...string) http.HandlerFunc {
 	}
 }
 
-// maxFormBytes bounds a form-encoded body, as net/http's ParseForm does.
-const maxFormBytes = 10 << 20
+// promMaxFormBytes bounds a form-encoded body, as net/http's ParseForm does.
+const promMaxFormBytes = 10 << 20
 
 // handleQueryShared is /api/v1/query. OpenTSDB's /api/v1/<x> is its
 // /api/<x>, so the path is both OpenTSDB's query endpoint and Prometheus'
@@ -107,13 +107,13 @@ func (p *promAPI) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 		p.s.timed("prom_query", promMethods(p.handleQuery, http.MethodGet, http.MethodPost))(w, r)
 		return
 	}
-	if r.Method == http.MethodPost && isForm(r) && r.Body != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBytes+1))
+	if r.Method == http.MethodPost && promIsForm(r) && r.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, promMaxFormBytes+1))
 		if err != nil {
 			p.respondError(w, prom.ErrorBadData, "error parsing form values: "+err.Error())
 			return
 		}
-		if len(body) > maxFormBytes {
+		if len(body) > promMaxFormBytes {
 			p.respondError(w, prom.ErrorBadData, "error parsing form values: http: POST too large")
 			return
 		}
@@ -128,7 +128,7 @@ func (p *promAPI) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 	s.timed("query", s.openTSDBHTTP(allow(s.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete)))(w, r)
 }
 
-func isForm(r *http.Request) bool {
+func promIsForm(r *http.Request) bool {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	return strings.HasPrefix(strings.TrimSpace(ct), "application/x-www-form-urlencoded")
 }

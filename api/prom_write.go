@@ -37,19 +37,19 @@ import (
 // A 2.0 request gets X-Prometheus-Remote-Write-{Samples,Histograms,Exemplars}-Written
 // whatever the status; a 1.0 request none.
 
-// commitEvery bounds the points one batch holds before it is committed, so a
+// promCommitEvery bounds the points one batch holds before it is committed, so a
 // request's memory stays bounded whatever it holds. A usual request (2,000
 // samples) is one commit.
-const commitEvery = 10_000
+const promCommitEvery = 10_000
 
 const (
-	hdrSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
-	hdrHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
-	hdrExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
+	promHdrSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	promHdrHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	promHdrExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
 )
 
-// writeOutcome is what a remote-write request did.
-type writeOutcome struct {
+// promWriteOutcome is what a remote-write request did.
+type promWriteOutcome struct {
 	msg      prom.Message
 	written  int64 // samples stored
 	rejected int64 // samples, histograms and exemplars not stored for what they are
@@ -58,12 +58,12 @@ type writeOutcome struct {
 	storeErr error // the storage failed: 5xx
 }
 
-func (p *promAPI) writeReply(w http.ResponseWriter, o *writeOutcome, code int, msg string) {
+func (p *promAPI) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
 	if o.msg == prom.MessageV2 {
 		h := w.Header()
-		h.Set(hdrSamplesWritten, strconv.FormatInt(o.written, 10))
-		h.Set(hdrHistogramsWritten, "0")
-		h.Set(hdrExemplarsWritten, "0")
+		h.Set(promHdrSamplesWritten, strconv.FormatInt(o.written, 10))
+		h.Set(promHdrHistogramsWritten, "0")
+		h.Set(promHdrExemplarsWritten, "0")
 	}
 	if code == http.StatusNoContent {
 		w.WriteHeader(code)
@@ -76,7 +76,7 @@ func (p *promAPI) writeReply(w http.ResponseWriter, o *writeOutcome, code int, m
 }
 
 func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
-	o := &writeOutcome{}
+	o := &promWriteOutcome{}
 	msg, err := prom.ParseWriteContentType(r.Header.Get("Content-Type"))
 	if err != nil {
 		p.writeReply(w, o, http.StatusUnsupportedMediaType, err.Error())
@@ -161,17 +161,17 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeState is one request's scratch.
-type writeState struct {
+// promWriteState is one request's scratch.
+type promWriteState struct {
 	p     *promAPI
-	o     *writeOutcome
+	o     *promWriteOutcome
 	ctx   context.Context
 	batch *ingest.Batch
 	tags  []series.Tag
 }
 
-func (p *promAPI) ingest(ctx context.Context, raw []byte, o *writeOutcome) {
-	ws := &writeState{p: p, o: o, ctx: ctx, batch: p.s.writer.NewBatch()}
+func (p *promAPI) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
+	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: p.s.writer.NewBatch()}
 	dec := p.decoders.Get().(*prom.Decoder)
 	defer p.decoders.Put(dec)
 	err := dec.Decode(o.msg, raw, ws.series, ws.metadata)
@@ -183,14 +183,14 @@ func (p *promAPI) ingest(ctx context.Context, raw []byte, o *writeOutcome) {
 	}
 }
 
-func (ws *writeState) reject(n int, err error) {
+func (ws *promWriteState) reject(n int, err error) {
 	ws.o.rejected += int64(n)
 	if ws.o.first == nil {
 		ws.o.first = err
 	}
 }
 
-func (ws *writeState) series(s *prom.Series) error {
+func (ws *promWriteState) series(s *prom.Series) error {
 	o := ws.o
 	o.received += int64(s.NumSamples + s.Histograms + s.Exemplars)
 	if s.Err != nil {
@@ -198,11 +198,11 @@ func (ws *writeState) series(s *prom.Series) error {
 		return nil
 	}
 	if s.Histograms > 0 {
-		ws.reject(s.Histograms, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: fmt.Sprintf(
+		ws.reject(s.Histograms, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: fmt.Sprintf(
 			"%d native histogram samples not written: this receiver stores float samples only (send classic histograms)", s.Histograms)})
 	}
 	if s.Exemplars > 0 {
-		ws.reject(s.Exemplars, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: fmt.Sprintf(
+		ws.reject(s.Exemplars, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: fmt.Sprintf(
 			"%d exemplars not written: this receiver does not store exemplars (turn send_exemplars off)", s.Exemplars)})
 	}
 	if md := s.Metadata; md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != "" {
@@ -231,21 +231,21 @@ func (ws *writeState) series(s *prom.Series) error {
 				bad = err
 			}
 		}
-		if ws.batch.Len() >= commitEvery {
+		if ws.batch.Len() >= promCommitEvery {
 			if err := ws.commit(); err != nil {
 				return err
 			}
 		}
 	}
 	if bad != nil {
-		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: renderSeries(s), Reason: bad.Error()})
+		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: bad.Error()})
 	}
 	return nil
 }
 
-func renderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
+func promRenderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
 
-func (ws *writeState) metadata(m *prom.Metadata) error {
+func (ws *promWriteState) metadata(m *prom.Metadata) error {
 	if m.Metric != "" {
 		ws.p.meta.set(m.Metric, m.Type, m.Help, m.Unit)
 	}
@@ -253,7 +253,7 @@ func (ws *writeState) metadata(m *prom.Metadata) error {
 }
 
 // commit appends the batch. An error means the storage failed.
-func (ws *writeState) commit() error {
+func (ws *promWriteState) commit() error {
 	b := ws.batch
 	if b.Len() == 0 {
 		return nil
@@ -277,9 +277,9 @@ func (ws *writeState) commit() error {
 	return nil
 }
 
-// inflightLimiter sheds load: it admits a request while the bytes and the
+// promLimiter sheds load: it admits a request while the bytes and the
 // requests in flight stay under their bounds. Safe for concurrent use.
-type inflightLimiter struct {
+type promLimiter struct {
 	maxBytes int64
 	maxReqs  int
 
@@ -288,15 +288,15 @@ type inflightLimiter struct {
 	reqs  int
 }
 
-type inflightTicket struct{ bytes int64 }
+type promLimiterTicket struct{ bytes int64 }
 
-func newInflightLimiter(maxBytes int64, maxReqs int) *inflightLimiter {
-	return &inflightLimiter{maxBytes: maxBytes, maxReqs: maxReqs}
+func newPromLimiter(maxBytes int64, maxReqs int) *promLimiter {
+	return &promLimiter{maxBytes: maxBytes, maxReqs: maxReqs}
 }
 
 // acquire admits a request holding n bytes, if it fits; a request is always
 // admitted when nothing else is in flight.
-func (l *inflightLimiter) acquire(n int64) (*inflightTicket, bool) {
+func (l *promLimiter) acquire(n int64) (*promLimiterTicket, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reqs > 0 && (l.reqs >= l.maxReqs || l.bytes+n > l.maxBytes) {
@@ -304,12 +304,12 @@ func (l *inflightLimiter) acquire(n int64) (*inflightTicket, bool) {
 	}
 	l.reqs++
 	l.bytes += n
-	return &inflightTicket{bytes: n}, true
+	return &promLimiterTicket{bytes: n}, true
 }
 
 // grow raises what an admitted request holds to n bytes, if it fits (or if
 // the request is alone).
-func (l *inflightLimiter) grow(t *inflightTicket, n int64) bool {
+func (l *promLimiter) grow(t *promLimiterTicket, n int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n <= t.bytes {
@@ -324,32 +324,32 @@ func (l *inflightLimiter) grow(t *inflightTicket, n int64) bool {
 	return true
 }
 
-func (l *inflightLimiter) release(t *inflightTicket) {
+func (l *promLimiter) release(t *promLimiterTicket) {
 	l.mu.Lock()
 	l.reqs--
 	l.bytes -= t.bytes
 	l.mu.Unlock()
 }
 
-// metadataStore keeps the metadata remote write sends (type, help, unit per
+// promMetadata keeps the metadata remote write sends (type, help, unit per
 // metric), in memory, for /api/v1/metadata. Safe for concurrent use.
-type metadataStore struct {
+type promMetadata struct {
 	max int
 
 	mu sync.RWMutex
-	m  map[string]metricMeta
+	m  map[string]promMetricMeta
 }
 
-type metricMeta struct {
+type promMetricMeta struct {
 	typ        prom.MetricType
 	help, unit string
 }
 
-func newMetadataStore(max int) *metadataStore {
-	return &metadataStore{max: max, m: map[string]metricMeta{}}
+func newPromMetadata(max int) *promMetadata {
+	return &promMetadata{max: max, m: map[string]promMetricMeta{}}
 }
 
-func (ms *metadataStore) set(metric string, typ prom.MetricType, help, unit string) {
+func (ms *promMetadata) set(metric string, typ prom.MetricType, help, unit string) {
 	ms.mu.RLock()
 	old, ok := ms.m[metric]
 	full := len(ms.m) >= ms.max
@@ -361,7 +361,7 @@ func (ms *metadataStore) set(metric string, typ prom.MetricType, help, unit stri
 		return
 	}
 	// The strings alias the request body: keep copies.
-	mm := metricMeta{typ: typ, help: strings.Clone(help), unit: strings.Clone(unit)}
+	mm := promMetricMeta{typ: typ, help: strings.Clone(help), unit: strings.Clone(unit)}
 	ms.mu.Lock()
 	if _, ok := ms.m[metric]; ok || len(ms.m) < ms.max {
 		ms.m[strings.Clone(metric)] = mm

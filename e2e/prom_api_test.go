@@ -70,7 +70,7 @@ func TestPromClientGolang(t *testing.T) {
 	s := start(t, t.TempDir())
 	base := time.Now().Add(time.Hour).Truncate(time.Hour).UnixMilli()
 	d := newPromDataset(base)
-	sendWithPrometheus(t, s, d, remoteapi.WriteV2MessageType)
+	promSendWithPrometheus(t, s, d, remoteapi.WriteV2MessageType)
 	c, err := promapi.NewClient(promapi.Config{Address: s.url})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestPromWriteStatuses(t *testing.T) {
 		t.Fatalf("JSON: %d", code)
 	}
 	// Everything valid was stored.
-	got := instant(t, s, "GET", `ok_total`, now+1)
+	got := promInstant(t, s, "GET", `ok_total`, now+1)
 	if got[`{__name__="ok_total", a="1"}`] != "2" || got[`{__name__="ok_total", a="2"}`] != "3" {
 		t.Fatalf("stored: %v", got)
 	}
@@ -191,18 +191,18 @@ func TestPromOpenTSDBInterop(t *testing.T) {
 		{metric: "sys.cpu.user", tags: map[string]string{"host": "b"}, ts: base, value: int64(7)},
 	})
 	s.telnetPut([]point{{metric: "sys.cpu.user", tags: map[string]string{"host": "a"}, ts: base + 120000, value: int64(44)}})
-	got := instant(t, s, "GET", `{__name__="sys.cpu.user", host="a"}`, base+60000)
+	got := promInstant(t, s, "GET", `{__name__="sys.cpu.user", host="a"}`, base+60000)
 	if len(got) != 1 || got[`{__name__="sys.cpu.user", host="a"}`] != "43.5" {
 		t.Fatalf("PromQL over OpenTSDB data: %v", got)
 	}
-	got = instant(t, s, "POST", `sum({"sys.cpu.user"})`, base)
+	got = promInstant(t, s, "POST", `sum({"sys.cpu.user"})`, base)
 	if got["{}"] != "49" {
 		t.Fatalf("sum: %v", got)
 	}
 	code, env := promAPI(t, s, "GET", "/api/v1/query_range", url.Values{"query": {`{__name__="sys.cpu.user",host="a"}`},
-		"start": {msToSeconds(base)}, "end": {msToSeconds(base + 120000)}, "step": {"60"}})
-	wantRange := `{"resultType":"matrix","result":[{"metric":{"__name__":"sys.cpu.user","host":"a"},"values":[[` + msToSeconds(base) + `,"42"],[` +
-		msToSeconds(base+60000) + `,"43.5"],[` + msToSeconds(base+120000) + `,"44"]]}]}`
+		"start": {promSeconds(base)}, "end": {promSeconds(base + 120000)}, "step": {"60"}})
+	wantRange := `{"resultType":"matrix","result":[{"metric":{"__name__":"sys.cpu.user","host":"a"},"values":[[` + promSeconds(base) + `,"42"],[` +
+		promSeconds(base+60000) + `,"43.5"],[` + promSeconds(base+120000) + `,"44"]]}]}`
 	if code != 200 || string(env["data"]) != wantRange {
 		t.Fatalf("range over OpenTSDB data:\n%s\nwant\n%s", env["data"], wantRange)
 	}
@@ -235,7 +235,7 @@ func TestPromOpenTSDBInterop(t *testing.T) {
 		DPS    map[string]float64 `json:"dps"`
 	}
 	if err := json.Unmarshal(body, &res); code != 200 || err != nil || len(res) != 1 || res[0].Tags["job"] != "node" ||
-		res[0].DPS[msToSeconds(base)] != 0.5 || res[0].DPS[msToSeconds(base+15000)] != 1.25 {
+		res[0].DPS[promSeconds(base)] != 0.5 || res[0].DPS[promSeconds(base+15000)] != 1.25 {
 		t.Fatalf("/api/query: %d %s", code, body)
 	}
 }

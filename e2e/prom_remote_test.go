@@ -101,10 +101,10 @@ func newPromDataset(base int64) *promDataset {
 	return d
 }
 
-// sendWithPrometheus writes d into a Prometheus WAL and lets Prometheus'
+// promSendWithPrometheus writes d into a Prometheus WAL and lets Prometheus'
 // remote-write queue manager send it to url with the given message, then
 // checks the queue manager's own counters: every sample sent, none failed.
-func sendWithPrometheus(t *testing.T, s *server, d *promDataset, msg remoteapi.WriteMessageType) {
+func promSendWithPrometheus(t *testing.T, s *server, d *promDataset, msg remoteapi.WriteMessageType) {
 	t.Helper()
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
@@ -150,9 +150,9 @@ func sendWithPrometheus(t *testing.T, s *server, d *promDataset, msg remoteapi.W
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		rs.Notify()
-		sent, failed, pending := gatherSum(t, reg, "prometheus_remote_storage_samples_total"),
-			gatherSum(t, reg, "prometheus_remote_storage_samples_failed_total"),
-			gatherSum(t, reg, "prometheus_remote_storage_samples_pending")
+		sent, failed, pending := promGatherSum(t, reg, "prometheus_remote_storage_samples_total"),
+			promGatherSum(t, reg, "prometheus_remote_storage_samples_failed_total"),
+			promGatherSum(t, reg, "prometheus_remote_storage_samples_pending")
 		if failed > 0 {
 			t.Fatalf("the queue manager failed %v samples (a 2.0 sender fails a 2xx without Written headers):\n%s", failed, s.logs.String())
 		}
@@ -169,7 +169,7 @@ func sendWithPrometheus(t *testing.T, s *server, d *promDataset, msg remoteapi.W
 	}
 }
 
-func gatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+func promGatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -192,14 +192,14 @@ func gatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return sum
 }
 
-// recordingTransport notes the Content-Type of every response.
-type recordingTransport struct {
+// promRecordingTransport notes the Content-Type of every response.
+type promRecordingTransport struct {
 	mu    sync.Mutex
 	types []string
 	rt    http.RoundTripper
 }
 
-func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (r *promRecordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.rt.RoundTrip(req)
 	if err == nil {
 		r.mu.Lock()
@@ -209,9 +209,9 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return resp, err
 }
 
-// remoteRead reads with Prometheus' remote-read client accepting only rt,
+// promRemoteRead reads with Prometheus' remote-read client accepting only rt,
 // and returns series → samples, values as bits.
-func remoteRead(t *testing.T, s *server, rt prompb.ReadRequest_ResponseType, start, end int64, ms ...*labels.Matcher) map[string][][2]uint64 {
+func promRemoteRead(t *testing.T, s *server, rt prompb.ReadRequest_ResponseType, start, end int64, ms ...*labels.Matcher) map[string][][2]uint64 {
 	t.Helper()
 	u, _ := url.Parse(s.url + "/api/v1/read")
 	c, err := remote.NewReadClient("hourglass", &remote.ClientConfig{
@@ -222,7 +222,7 @@ func remoteRead(t *testing.T, s *server, rt prompb.ReadRequest_ResponseType, sta
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingTransport{}
+	rec := &promRecordingTransport{}
 	cl := c.(*remote.Client)
 	rec.rt, cl.Client.Transport = cl.Client.Transport, rec
 	q, err := remote.ToQuery(start, end, ms, nil)
@@ -260,7 +260,7 @@ func remoteRead(t *testing.T, s *server, rt prompb.ReadRequest_ResponseType, sta
 	return out
 }
 
-func mustMatch(t *testing.T, typ labels.MatchType, name, val string) *labels.Matcher {
+func promMatcher(t *testing.T, typ labels.MatchType, name, val string) *labels.Matcher {
 	t.Helper()
 	m, err := labels.NewMatcher(typ, name, val)
 	if err != nil {
@@ -286,10 +286,10 @@ func promAPI(t *testing.T, s *server, method, path string, form url.Values) (int
 	return code, env
 }
 
-// instant runs an instant query at ms and returns metric → value string.
-func instant(t *testing.T, s *server, method, q string, ms int64) map[string]string {
+// promInstant runs an promInstant query at ms and returns metric → value string.
+func promInstant(t *testing.T, s *server, method, q string, ms int64) map[string]string {
 	t.Helper()
-	code, env := promAPI(t, s, method, "/api/v1/query", url.Values{"query": {q}, "time": {msToSeconds(ms)}})
+	code, env := promAPI(t, s, method, "/api/v1/query", url.Values{"query": {q}, "time": {promSeconds(ms)}})
 	if code != 200 || string(env["status"]) != `"success"` {
 		t.Fatalf("%s: %d %s %s", q, code, env["errorType"], env["error"])
 	}
@@ -309,15 +309,15 @@ func instant(t *testing.T, s *server, method, q string, ms int64) map[string]str
 		if err := json.Unmarshal(r.Value[1], &v); err != nil {
 			t.Fatalf("%s: value %s is not a JSON string", q, r.Value[1])
 		}
-		if string(r.Value[0]) != msToSeconds(ms) {
-			t.Errorf("%s: timestamp %s, want %s", q, r.Value[0], msToSeconds(ms))
+		if string(r.Value[0]) != promSeconds(ms) {
+			t.Errorf("%s: timestamp %s, want %s", q, r.Value[0], promSeconds(ms))
 		}
 		out[labels.FromMap(r.Metric).String()] = v
 	}
 	return out
 }
 
-func msToSeconds(ms int64) string {
+func promSeconds(ms int64) string {
 	s := strconv.FormatInt(ms/1000, 10)
 	if f := ms % 1000; f != 0 {
 		s += fmt.Sprintf(".%03d", f)
@@ -325,7 +325,7 @@ func msToSeconds(ms int64) string {
 	return s
 }
 
-func near(s string, want float64) bool {
+func promNear(s string, want float64) bool {
 	f, err := strconv.ParseFloat(s, 64)
 	return err == nil && math.Abs(f-want) <= 1e-9*math.Max(1, math.Abs(want))
 }
@@ -337,14 +337,14 @@ func TestPromRemoteWriteReadQuery(t *testing.T) {
 			// Timestamps after the queue manager starts (it sends nothing older).
 			base := time.Now().Add(time.Hour).Truncate(time.Hour).UnixMilli()
 			d := newPromDataset(base)
-			sendWithPrometheus(t, s, d, msg)
-			checkRemoteRead(t, s, d)
-			checkPromQL(t, s, d)
+			promSendWithPrometheus(t, s, d, msg)
+			promCheckRemoteRead(t, s, d)
+			promCheckPromQL(t, s, d)
 		})
 	}
 }
 
-func checkRemoteRead(t *testing.T, s *server, d *promDataset) {
+func promCheckRemoteRead(t *testing.T, s *server, d *promDataset) {
 	want := map[string][][2]uint64{}
 	for _, ps := range d.series {
 		var ss [][2]uint64
@@ -361,23 +361,29 @@ func checkRemoteRead(t *testing.T, s *server, d *promDataset) {
 				ms   []*labels.Matcher
 				keep func(labels.Labels) bool
 			}{
-				{"everything", []*labels.Matcher{mustMatch(t, labels.MatchRegexp, "__name__", ".+")}, func(labels.Labels) bool { return true }},
-				{"equal", []*labels.Matcher{mustMatch(t, labels.MatchEqual, "__name__", "e2e_http_requests_total"), mustMatch(t, labels.MatchEqual, "instance", "b")},
-					func(l labels.Labels) bool { return l.Get("__name__") == "e2e_http_requests_total" && l.Get("instance") == "b" }},
-				{"not equal", []*labels.Matcher{mustMatch(t, labels.MatchEqual, "__name__", "e2e_http_requests_total"), mustMatch(t, labels.MatchNotEqual, "job", "api")},
-					func(l labels.Labels) bool { return l.Get("__name__") == "e2e_http_requests_total" && l.Get("job") != "api" }},
-				{"regex", []*labels.Matcher{mustMatch(t, labels.MatchRegexp, "__name__", "e2e_(latency|special).*"), mustMatch(t, labels.MatchRegexp, "le", "0\\..*|")},
+				{"everything", []*labels.Matcher{promMatcher(t, labels.MatchRegexp, "__name__", ".+")}, func(labels.Labels) bool { return true }},
+				{"equal", []*labels.Matcher{promMatcher(t, labels.MatchEqual, "__name__", "e2e_http_requests_total"), promMatcher(t, labels.MatchEqual, "instance", "b")},
+					func(l labels.Labels) bool {
+						return l.Get("__name__") == "e2e_http_requests_total" && l.Get("instance") == "b"
+					}},
+				{"not equal", []*labels.Matcher{promMatcher(t, labels.MatchEqual, "__name__", "e2e_http_requests_total"), promMatcher(t, labels.MatchNotEqual, "job", "api")},
+					func(l labels.Labels) bool {
+						return l.Get("__name__") == "e2e_http_requests_total" && l.Get("job") != "api"
+					}},
+				{"regex", []*labels.Matcher{promMatcher(t, labels.MatchRegexp, "__name__", "e2e_(latency|special).*"), promMatcher(t, labels.MatchRegexp, "le", "0\\..*|")},
 					func(l labels.Labels) bool {
 						n := l.Get("__name__")
 						return n == "e2e_special" || n == "e2e_latency_seconds_bucket" && strings.HasPrefix(l.Get("le"), "0.")
 					}},
-				{"not regex", []*labels.Matcher{mustMatch(t, labels.MatchNotRegexp, "__name__", "e2e_(http|latency).*")},
-					func(l labels.Labels) bool { return !strings.HasPrefix(l.Get("__name__"), "e2e_http") && !strings.HasPrefix(l.Get("__name__"), "e2e_latency") }},
+				{"not regex", []*labels.Matcher{promMatcher(t, labels.MatchNotRegexp, "__name__", "e2e_(http|latency).*")},
+					func(l labels.Labels) bool {
+						return !strings.HasPrefix(l.Get("__name__"), "e2e_http") && !strings.HasPrefix(l.Get("__name__"), "e2e_latency")
+					}},
 			} {
-				got := remoteRead(t, s, rt, start, end, tc.ms...)
+				got := promRemoteRead(t, s, rt, start, end, tc.ms...)
 				n := 0
 				for k, ws := range want {
-					ls, _ := parseLabelsString(k, d)
+					ls, _ := promFindSeries(k, d)
 					if !tc.keep(ls) {
 						if _, ok := got[k]; ok {
 							t.Errorf("%s: %s should not be selected", tc.name, k)
@@ -397,8 +403,8 @@ func checkRemoteRead(t *testing.T, s *server, d *promDataset) {
 	}
 }
 
-// parseLabelsString finds the series of d rendered as k.
-func parseLabelsString(k string, d *promDataset) (labels.Labels, bool) {
+// promFindSeries finds the series of d rendered as k.
+func promFindSeries(k string, d *promDataset) (labels.Labels, bool) {
 	for _, s := range d.series {
 		if s.lbls.String() == k {
 			return s.lbls, true
@@ -407,12 +413,12 @@ func parseLabelsString(k string, d *promDataset) (labels.Labels, bool) {
 	return labels.EmptyLabels(), false
 }
 
-func checkPromQL(t *testing.T, s *server, d *promDataset) {
+func promCheckPromQL(t *testing.T, s *server, d *promDataset) {
 	end := d.base + 300000
 	t.Run("rate", func(t *testing.T) {
 		// Evenly spaced samples of a linear counter: the rate is exact.
 		for _, m := range []string{"GET", "POST"} {
-			got := instant(t, s, m, `rate(e2e_http_requests_total[2m])`, end)
+			got := promInstant(t, s, m, `rate(e2e_http_requests_total[2m])`, end)
 			want := map[string]float64{
 				`{instance="a", job="api"}`: 1, `{instance="b", job="api"}`: 2, `{instance="c", job="db"}`: 3,
 			}
@@ -420,18 +426,18 @@ func checkPromQL(t *testing.T, s *server, d *promDataset) {
 				t.Fatalf("%s: %v", m, got)
 			}
 			for k, w := range want {
-				if !near(got[k], w) {
+				if !promNear(got[k], w) {
 					t.Errorf("%s: rate %s = %q, want %v", m, k, got[k], w)
 				}
 			}
 		}
 	})
 	t.Run("sum by", func(t *testing.T) {
-		got := instant(t, s, "POST", `sum by (job) (rate(e2e_http_requests_total[2m]))`, end)
-		if len(got) != 2 || !near(got[`{job="api"}`], 3) || !near(got[`{job="db"}`], 3) {
+		got := promInstant(t, s, "POST", `sum by (job) (rate(e2e_http_requests_total[2m]))`, end)
+		if len(got) != 2 || !promNear(got[`{job="api"}`], 3) || !promNear(got[`{job="db"}`], 3) {
 			t.Fatalf("%v, want api=3, db=3", got)
 		}
-		got = instant(t, s, "GET", `sum by (job) (e2e_http_requests_total)`, end)
+		got = promInstant(t, s, "GET", `sum by (job) (e2e_http_requests_total)`, end)
 		// At 300 s: a=300, b=600, c=900.
 		if got[`{job="api"}`] != "900" || got[`{job="db"}`] != "900" {
 			t.Fatalf("%v, want api=900, db=900", got)
@@ -443,8 +449,8 @@ func checkPromQL(t *testing.T, s *server, d *promDataset) {
 		// q=0.9: rank 3.6 lies in (0.5, 1] at (3.6-3)/(4-3): 0.5+0.5*0.6 = 0.8.
 		// q=0.2: rank 0.8 lies in [0, 0.1] at 0.8/1: 0.08.
 		for q, want := range map[string]float64{"0.5": 0.3, "0.9": 0.8, "0.2": 0.08} {
-			got := instant(t, s, "GET", `histogram_quantile(`+q+`, sum by (le) (rate(e2e_latency_seconds_bucket[2m])))`, end)
-			if len(got) != 1 || !near(got["{}"], want) {
+			got := promInstant(t, s, "GET", `histogram_quantile(`+q+`, sum by (le) (rate(e2e_latency_seconds_bucket[2m])))`, end)
+			if len(got) != 1 || !promNear(got["{}"], want) {
 				t.Errorf("q=%s: %v, want %v", q, got, want)
 			}
 		}
@@ -453,27 +459,27 @@ func checkPromQL(t *testing.T, s *server, d *promDataset) {
 		// Samples at +0 (20), +15 (21), +30 (22), stale at +45.
 		sel := `{__name__="e2e.temp celsius"}`
 		key := labels.FromStrings("__name__", "e2e.temp celsius", "room", "x y\nz", "site.name", "日本 ✓").String()
-		if got := instant(t, s, "GET", sel, d.base+40000); got[key] != "22" || len(got) != 1 {
+		if got := promInstant(t, s, "GET", sel, d.base+40000); got[key] != "22" || len(got) != 1 {
 			t.Errorf("before the marker: %v", got)
 		}
 		// After the marker the series is gone, though the lookback (5m)
 		// still reaches the sample of +30.
-		if got := instant(t, s, "GET", sel, d.base+50000); len(got) != 0 {
+		if got := promInstant(t, s, "GET", sel, d.base+50000); len(got) != 0 {
 			t.Errorf("after the marker: %v", got)
 		}
 		// Without the marker it would be found: the same at +44.999.
-		if got := instant(t, s, "GET", sel, d.base+44999); got[key] != "22" {
+		if got := promInstant(t, s, "GET", sel, d.base+44999); got[key] != "22" {
 			t.Errorf("just before the marker: %v", got)
 		}
 	})
 	t.Run("special values", func(t *testing.T) {
 		code, env := promAPI(t, s, "GET", "/api/v1/query_range", url.Values{"query": {"e2e_special"},
-			"start": {msToSeconds(d.base)}, "end": {msToSeconds(d.base + 75000)}, "step": {"15"}})
+			"start": {promSeconds(d.base)}, "end": {promSeconds(d.base + 75000)}, "step": {"15"}})
 		if code != 200 {
 			t.Fatalf("%d %s", code, env["error"])
 		}
 		want := fmt.Sprintf(`{"resultType":"matrix","result":[{"metric":{"__name__":"e2e_special"},"values":[[%s,"NaN"],[%s,"+Inf"],[%s,"-Inf"],[%s,"5e-324"],[%s,"1e-300"],[%s,"1.7976931348623157e+308"]]}]}`,
-			msToSeconds(d.base), msToSeconds(d.base+15000), msToSeconds(d.base+30000), msToSeconds(d.base+45000), msToSeconds(d.base+60000), msToSeconds(d.base+75000))
+			promSeconds(d.base), promSeconds(d.base+15000), promSeconds(d.base+30000), promSeconds(d.base+45000), promSeconds(d.base+60000), promSeconds(d.base+75000))
 		if string(env["data"]) != want {
 			t.Errorf("data\n%s\nwant\n%s", env["data"], want)
 		}
@@ -485,7 +491,7 @@ func checkPromQL(t *testing.T, s *server, d *promDataset) {
 			t.Errorf("metric names: %s, want %s", env["data"], want)
 		}
 		code, env = promAPI(t, s, "POST", "/api/v1/series", url.Values{"match[]": {`e2e_http_requests_total{job="db"}`},
-			"start": {msToSeconds(d.base)}, "end": {msToSeconds(end)}})
+			"start": {promSeconds(d.base)}, "end": {promSeconds(end)}})
 		if want := `[{"__name__":"e2e_http_requests_total","instance":"c","job":"db"}]`; code != 200 || string(env["data"]) != want {
 			t.Errorf("series: %s, want %s", env["data"], want)
 		}
