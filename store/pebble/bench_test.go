@@ -233,7 +233,7 @@ func BenchmarkIncrement(b *testing.B) {
 // time of cold reads (1 MiB block cache, so nearly every block is read and
 // decompressed). Run it with -benchtime 1x; it is Linux-only (getrusage).
 func BenchmarkCompression(b *testing.B) {
-	d := makeDataset(6, 100, 100, 3, 2)
+	d := makeDataset(6, 100, 100, 6, 1)
 	b.Logf("%d cells, %.1f bytes/cell raw (row+qualifier+value)", len(d.cells), float64(d.bytes)/float64(len(d.cells)))
 	for _, c := range []Compression{CompressionNone, CompressionSnappy, CompressionMinLZ, CompressionZstd} {
 		for _, blockSize := range []int{4 << 10, 32 << 10} {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 
+	"hourglass/chunk"
 	"hourglass/store"
 )
 
@@ -17,8 +17,8 @@ import (
 //	salt[1] | metric UID[3] | base hour[4] | 6 × (tagk UID[3] | tagv UID[4])
 //
 // that share long prefixes, 6-byte qualifiers (offset ms[4] | writer[2]) and
-// values that look like Gorilla-encoded chunks of 120 points: counters that
-// compress to ~100 bytes, gauges to ~300–400.
+// values that are real chunks (chunk.Append) of a 15 s scrape: half the
+// series integer counters, half two-decimal gauges.
 
 const (
 	saltBuckets   = 20
@@ -67,89 +67,32 @@ func appendQualifier(dst []byte, offsetMillis uint32) []byte {
 	return append(dst, 0, 0) // writer id 0
 }
 
-// bitWriter is just enough of a Gorilla encoder to make realistic bytes.
-type bitWriter struct {
-	b    []byte
-	used uint8 // bits used in the last byte
-}
-
-func (w *bitWriter) write(v uint64, n int) {
-	for n > 0 {
-		if w.used == 0 || w.used == 8 {
-			w.b = append(w.b, 0)
-			w.used = 0
-		}
-		free := int(8 - w.used)
-		take := min(free, n)
-		chunk := byte(v>>(n-take)) & byte(1<<take-1)
-		w.b[len(w.b)-1] |= chunk << (free - take)
-		w.used += uint8(take)
-		n -= take
-	}
-}
-
-// appendChunk appends a chunk-like value for one cell of a series.
-func appendChunk(dst []byte, rng *rand.Rand, gauge bool) []byte {
-	w := bitWriter{b: dst[len(dst):]}
-	w.write(1, 8)                      // version
-	w.write(uint64(pointsPerCell), 16) // header: count
-	w.write(uint64(rng.Uint32()), 32)  // first timestamp offset
-	prevDelta := int64(scrapeMillis)
-	var prevBits uint64
-	v := math.Round(1e6 + rng.Float64()*1e6)
-	var ctr int64
-	for i := 0; i < pointsPerCell; i++ {
-		// Timestamps: scrape jitter now and then.
-		delta := int64(scrapeMillis)
+// appendValue appends the chunk of one cell of a series: the points of
+// [from, to) of the hour at base, encoded by the real codec.
+func appendValue(dst []byte, rng *rand.Rand, gauge bool, base int64, from, to int, state *float64) []byte {
+	pts := make([]chunk.Point, 0, to-from)
+	for i := from; i < to; i++ {
+		ts := base + int64(i)*scrapeMillis
 		if rng.IntN(10) == 0 {
-			delta += int64(rng.IntN(200) - 100)
+			ts += int64(rng.IntN(200)) // scrape jitter
 		}
-		if dod := delta - prevDelta; dod == 0 {
-			w.write(0, 1)
-		} else {
-			w.write(0b10, 2)
-			w.write(uint64((dod<<1)^(dod>>63)), 9)
-		}
-		prevDelta = delta
+		var v chunk.Value
 		if gauge {
-			// A gauge of whole numbers (bytes, say) that holds still
-			// now and then and wanders otherwise: XOR encoding.
-			if rng.IntN(10) < 7 {
-				v = math.Round(v + rng.NormFloat64()*200)
-			}
-			b := math.Float64bits(v)
-			x := b ^ prevBits
-			prevBits = b
-			if x == 0 {
-				w.write(0, 1)
-				continue
-			}
-			lead, trail := bits.LeadingZeros64(x), bits.TrailingZeros64(x)
-			lead = min(lead, 31)
-			sig := 64 - lead - trail
-			w.write(0b11, 2)
-			w.write(uint64(lead), 5)
-			w.write(uint64(sig-1), 6)
-			w.write(x>>trail, sig)
+			// A gauge with two decimals, wandering (a temperature, a load).
+			*state = math.Round((*state+rng.NormFloat64()*3)*100) / 100
+			v = chunk.Float(*state)
 		} else {
-			// A counter going up by a varying rate: zig-zag delta of delta.
-			inc := int64(rng.IntN(20))
-			dod := inc - ctr
-			ctr = inc
-			z := uint64((dod << 1) ^ (dod >> 63))
-			switch {
-			case z == 0:
-				w.write(0, 1)
-			case z < 1<<6:
-				w.write(0b10, 2)
-				w.write(z, 6)
-			default:
-				w.write(0b11, 2)
-				w.write(z, 16)
-			}
+			// A counter going up at a varying rate.
+			*state += float64(rng.IntN(20))
+			v = chunk.Int(int64(*state))
 		}
+		pts = append(pts, chunk.Point{T: ts, V: v})
 	}
-	return append(dst, w.b...)
+	out, err := chunk.Append(dst, base, pts)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // dataset is the cells of some hours of some series, in write order: hour
@@ -164,18 +107,25 @@ type dataset struct {
 func makeDataset(seed uint64, metrics, perMetric, hours, cellsPerRow int) *dataset {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	ss := makeSeries(rng, metrics, perMetric)
+	state := make([]float64, len(ss))
+	for i := range state {
+		state[i] = math.Round(rng.Float64() * 1e4)
+	}
 	d := &dataset{}
 	const baseHour = 1_767_225_600 // 2026-01-01T00:00:00Z
+	perHour := int(chunk.HourMillis / scrapeMillis)
 	for h := 0; h < hours; h++ {
 		hour := uint32(baseHour + 3600*h)
+		base := int64(hour) * 1000
 		for c := 0; c < cellsPerRow; c++ {
+			from, to := c*perHour/cellsPerRow, (c+1)*perHour/cellsPerRow
 			for i := range ss {
 				row := ss[i].appendRow(nil, hour)
 				if c == 0 {
 					d.rows = append(d.rows, row)
 				}
-				q := appendQualifier(nil, uint32(c*pointsPerCell*scrapeMillis))
-				v := appendChunk(nil, rng, ss[i].gauge)
+				q := appendQualifier(nil, uint32(from*scrapeMillis))
+				v := appendValue(nil, rng, ss[i].gauge, base, from, to, &state[i])
 				d.cells = append(d.cells, store.Mutation{Row: row, Qualifier: q, Value: v})
 				d.bytes += len(row) + len(q) + len(v)
 			}

@@ -124,38 +124,48 @@ func tableEnd(t store.Table) []byte {
 	return []byte{byte(t) + 1}
 }
 
-// decodeKey decodes an encoded key in one pass, appending the raw row to
-// rowBuf. The qualifier aliases key. It runs for every cell a scan visits,
-// so it is a plain byte loop: row keys hold many zero bytes (small UIDs),
-// which makes searching for them with bytes.IndexByte slower than this.
+// decodeKey decodes an encoded key, appending the raw row to rowBuf. The
+// qualifier aliases key.
 func decodeKey(key, rowBuf []byte) (t store.Table, row, qualifier []byte, err error) {
 	if len(key) < 3 {
 		return 0, nil, nil, fmt.Errorf("%w: %d bytes is too short", errCorruptKey, len(key))
 	}
-	rest := key[1:]
-	n := len(rowBuf)
-	dst := slices.Grow(rowBuf, len(rest))[:n+len(rest)]
-	w := n
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
+	row, n, err := unescape(rowBuf, key[1:])
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%w in key %x", err, key)
+	}
+	return store.Table(key[0]), row, key[1+n+2:], nil
+}
+
+// unescape decodes the escaped row that starts esc, appending the raw row
+// to dst, and returns it with n, the length of the escaped row: the
+// terminator is esc[n:n+2]. It runs for every cell a scan visits, so it is
+// a plain byte loop: row keys hold many zero bytes (small UIDs), which makes
+// looking for them with bytes.IndexByte slower than this.
+func unescape(dst, esc []byte) (row []byte, n int, err error) {
+	start := len(dst)
+	dst = slices.Grow(dst, len(esc))[:start+len(esc)]
+	w := start
+	for i := 0; i < len(esc); i++ {
+		c := esc[i]
 		if c != escByte {
 			dst[w] = c
 			w++
 			continue
 		}
-		if i+1 == len(rest) {
+		if i+1 == len(esc) {
 			break
 		}
-		switch rest[i+1] {
+		switch esc[i+1] {
 		case escZero:
 			dst[w] = 0
 			w++
 			i++
 		case escTerm:
-			return store.Table(key[0]), dst[:w], rest[i+2:], nil
+			return dst[:w], i, nil
 		default:
-			return 0, nil, nil, fmt.Errorf("%w: bad escape 0x00 0x%02x at offset %d in %x", errCorruptKey, rest[i+1], 1+i, key)
+			return nil, 0, fmt.Errorf("%w: bad escape 0x00 0x%02x", errCorruptKey, esc[i+1])
 		}
 	}
-	return 0, nil, nil, fmt.Errorf("%w: no row terminator in %x", errCorruptKey, key)
+	return nil, 0, fmt.Errorf("%w: no row terminator", errCorruptKey)
 }

@@ -25,8 +25,9 @@ func TestKeyEncoding(t *testing.T) {
 		{"ZeroAtEnds", store.TableIndex, "\x00a\x00", "", "03" + "00ff6100ff" + "0001"},
 		{"FFInRow", store.TableMeta, "\xff\x00\xff", "", "04" + "ff00ffff" + "0001"},
 		{"ZeroQualifierNotEscaped", store.TableData, "r", "\x00\x01\x00", "01" + "72" + "0001" + "000100"},
-		{"DataRowKey", store.TableData, "\x07\x00\x00\x01\x69\x0b\x2a\x80", "\x00\x00\x00\x00\x00\x00",
-			"01" + "07" + "00ff00ff01690b2a80" + "0001" + "000000000000"},
+		// The example of docs/format/store.md (without the tags).
+		{"DataRowKey", store.TableData, "\x07\x00\x00\x01\x69\x55\xb9\x00", "\x00\x04\x93\xe0\x00\x00",
+			"01" + "07" + "00ff00ff01" + "6955b900ff" + "0001" + "000493e00000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +37,11 @@ func TestKeyEncoding(t *testing.T) {
 			}
 			if len(got) != keyLen([]byte(tc.row), []byte(tc.qualifier)) {
 				t.Fatalf("keyLen = %d, len(key) = %d", keyLen([]byte(tc.row), []byte(tc.qualifier)), len(got))
+			}
+			put := make([]byte, len(got))
+			putKey(put, tc.table, []byte(tc.row), []byte(tc.qualifier))
+			if !bytes.Equal(put, got) {
+				t.Fatalf("putKey = %x, appendKey = %x", put, got)
 			}
 			table, row, qualifier, err := decodeKey(got, nil)
 			if err != nil || table != tc.table || string(row) != tc.row || string(qualifier) != tc.qualifier {
@@ -99,6 +105,10 @@ func FuzzKeyOrder(f *testing.F) {
 		}
 		if got := bytes.Compare(ka, kb); sign(got) != sign(want) {
 			t.Fatalf("compare(encode(%q/%q), encode(%q/%q)) = %d, want %d", a, qa, b, qb, got, want)
+		}
+		put := make([]byte, keyLen(a, qa))
+		if putKey(put, store.TableData, a, qa); !bytes.Equal(put, ka) {
+			t.Fatalf("putKey(%q/%q) = %x, appendKey = %x", a, qa, put, ka)
 		}
 		for _, c := range []struct{ row, q, key []byte }{{a, qa, ka}, {b, qb, kb}} {
 			table, row, q, err := decodeKey(c.key, []byte("junk")[:0])

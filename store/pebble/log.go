@@ -54,17 +54,15 @@ func eventListener(l *slog.Logger) *pebbledb.EventListener {
 		PossibleAPIMisuse: func(info pebbledb.PossibleAPIMisuseInfo) {
 			l.Warn("pebble: possible API misuse", "info", info.String())
 		},
+		// Failed flushes and compactions also reach BackgroundError; a
+		// flush "error" seen here may be a benign empty flush.
 		FlushEnd: func(info pebbledb.FlushInfo) {
-			if info.Err != nil {
-				l.Error("pebble: flush failed", "err", info.Err)
-			} else if debug() {
+			if debug() {
 				l.Debug("pebble: flush", "info", info.String())
 			}
 		},
 		CompactionEnd: func(info pebbledb.CompactionInfo) {
-			if info.Err != nil {
-				l.Error("pebble: compaction failed", "err", info.Err)
-			} else if debug() {
+			if debug() {
 				l.Debug("pebble: compaction", "info", info.String())
 			}
 		},

@@ -190,12 +190,15 @@ func (s *Store) ReadRow(ctx context.Context, t store.Table, row []byte) ([]store
 	// Copy row, qualifier and value of every cell into one arena; slice it
 	// once it has stopped growing.
 	var endsBuf [4][3]int
-	arena := make([]byte, 0, 1024)
+	var arena []byte
 	ends := endsBuf[:0] // end offsets of row, qualifier, value in arena
 	for valid := it.First(); valid; valid = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			break
+		}
+		if arena == nil {
+			arena = make([]byte, 0, 1024)
 		}
 		arena = append(arena, row...)
 		r := len(arena)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"hourglass/store"
 	"hourglass/store/storetest"
@@ -186,5 +187,52 @@ func TestAdmin(t *testing.T) {
 func TestOpenBadCompression(t *testing.T) {
 	if _, err := Open(t.TempDir(), Options{Compression: 99}); err == nil {
 		t.Fatal("Open with compression 99 succeeded")
+	}
+}
+
+// TestCloseWaits checks that Close waits for an operation under way (here a
+// Scan whose callback blocks) and that the operation completes normally,
+// while operations started after Close began get store.ErrClosed.
+func TestCloseWaits(t *testing.T) {
+	s := openTest(t, t.TempDir(), testOptions())
+	ctx := context.Background()
+	muts := []store.Mutation{{Row: []byte("a"), Value: []byte("1")}, {Row: []byte("b"), Value: []byte("2")}}
+	if err := s.Write(ctx, store.TableData, muts); err != nil {
+		t.Fatal(err)
+	}
+	inScan, release := make(chan struct{}), make(chan struct{})
+	scanDone := make(chan error, 1)
+	var cells []string
+	go func() {
+		scanDone <- s.Scan(ctx, store.TableData, []store.KeyRange{{}}, func(c store.Cell) bool {
+			if len(cells) == 0 {
+				close(inScan)
+				<-release
+			}
+			cells = append(cells, string(c.Row))
+			return true
+		})
+	}()
+	<-inScan
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Wait until Close has marked the store closed.
+	for {
+		if _, err := s.ReadRow(ctx, store.TableData, []byte("a")); errors.Is(err, store.ErrClosed) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v while a Scan was under way", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if err := <-scanDone; err != nil || len(cells) != 2 {
+		t.Fatalf("Scan = %v with cells %q; want both cells", err, cells)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 }

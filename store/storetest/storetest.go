@@ -713,17 +713,19 @@ const goroutines = 16
 
 func testIncrementConcurrent(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	const per = 25
+	const per = 50
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		seen = map[int64]int{}
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		seen  = map[int64]int{}
+		start = make(chan struct{})
 	)
 	errs := make(chan error, goroutines)
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			for i := 0; i < per; i++ {
 				n, err := s.Increment(ctx, store.TableUID, b("ctr"), b("n"), 1)
 				if err != nil {
@@ -736,6 +738,7 @@ func testIncrementConcurrent(t *testing.T, s store.Store) {
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
