@@ -104,15 +104,32 @@ var ErrUnavailable = errors.New("store: unavailable")
 
 // Store is the ordered key-value store. Implementations are safe for
 // concurrent use.
+//
+// Rules every implementation keeps (store/storetest checks them):
+//   - Row keys are not empty. Within one Write, a later mutation of a cell
+//     wins over an earlier one.
+//   - Every operation is ordered with every other. Write is durable when it
+//     returns. Increment and PutIfAbsent are atomic when they return and
+//     durable no later than the next Write returns: an embedded store with
+//     one log may defer their sync to it, a remote one is durable at once.
+//     So a cell that a Write makes durable never refers to a counter or
+//     put-if-absent value that a crash could take back.
+//   - Write is not atomic against Increment and PutIfAbsent: a caller must
+//     not Write a cell while an Increment or PutIfAbsent of it may run.
+//   - A cancelled context makes the operation return an error that matches
+//     context.Canceled or context.DeadlineExceeded with errors.Is.
+//   - Close waits for operations under way; a second Close returns ErrClosed.
 type Store interface {
 	// Write applies the mutations. Mutations of one row are applied
 	// atomically; the call as a whole may be partially applied if it fails.
-	// A nil return means every mutation is durable as far as the backend promises.
+	// A nil return means every mutation is durable as far as the backend
+	// promises, and so is every Increment and PutIfAbsent that returned before it.
 	Write(ctx context.Context, t Table, muts []Mutation) error
 
 	// Scan calls fn for every cell of every row in the ranges, in row-key
 	// order and, within a row, in qualifier order. The ranges must be sorted
-	// by Start and must not overlap. fn returning false stops the scan
+	// by Start and must not overlap (an error otherwise); an empty, non-nil
+	// End means no upper bound, as a nil one does. fn returning false stops the scan
 	// without error. Slices passed to fn are valid only during the call.
 	Scan(ctx context.Context, t Table, ranges []KeyRange, fn func(c Cell) bool) error
 
@@ -125,7 +142,9 @@ type Store interface {
 	Increment(ctx context.Context, t Table, row, qualifier []byte, delta int64) (int64, error)
 
 	// PutIfAbsent writes value to the cell only if the cell does not exist.
-	// It returns whether it wrote, and when it did not, the value that is there.
+	// It returns whether it wrote, and when it did not, the value that is
+	// there (a backend that must read it separately may return nil if the
+	// cell was deleted in between).
 	PutIfAbsent(ctx context.Context, t Table, row, qualifier, value []byte) (written bool, existing []byte, err error)
 
 	// DeleteRange deletes every row in the range.

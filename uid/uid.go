@@ -256,14 +256,25 @@ func (t *Table) assign(ctx context.Context, dst []byte, k Kind, name string) ([]
 }
 
 // Assign assigns a UID to a new name, as /api/uid/assign does: a name that
-// already has one is an ErrExists error naming it.
+// already has one is an ErrExists error naming it. Unlike assignment on the
+// write path, whose durability rides on the data that uses the UID, the
+// UID is durable when Assign returns: the caller is about to tell a client.
 func (t *Table) Assign(ctx context.Context, k Kind, name string) ([]byte, error) {
 	if id, err := t.GetID(ctx, nil, k, name); err == nil {
 		return id, fmt.Errorf("%w with UID: %X", ErrExists, id)
 	} else if !errors.Is(err, ErrNoSuchName) {
 		return nil, err
 	}
-	return t.GetOrAssign(ctx, nil, k, name)
+	id, err := t.GetOrAssign(ctx, nil, k, name)
+	if err != nil {
+		return nil, err
+	}
+	// A Write makes every earlier Increment and PutIfAbsent durable (the
+	// store.Store contract); rewriting the reverse entry is that Write.
+	if err := t.st.Write(ctx, store.TableUID, []store.Mutation{{Row: reverseRow(k, id), Qualifier: qualName, Value: []byte(name)}}); err != nil {
+		return nil, fmt.Errorf("uid: assigning %s %q: %w", k, name, err)
+	}
+	return id, nil
 }
 
 // Suggest returns up to max names of kind k that start with prefix, sorted.

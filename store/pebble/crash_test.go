@@ -15,8 +15,9 @@ import (
 	"hourglass/store"
 )
 
-// TestCrash checks the durability promise: whatever Write, Increment and
-// PutIfAbsent acknowledged before a crash is there after it. Writers run
+// TestCrash checks the durability promise: whatever Write acknowledged
+// before a crash is there after it, and so is every Increment and
+// PutIfAbsent that returned before a Write that returned. Writers run
 // flat out on an in-memory file system that can be cloned as a crash would
 // leave it (everything synced, plus a random part of what was not); the
 // test clones it at random moments and opens a store on each clone.
@@ -46,6 +47,8 @@ func TestCrash(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var pendCounter int64
+			pendPut := map[string]string{}
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -57,8 +60,10 @@ func TestCrash(t *testing.T) {
 					row := fmt.Sprintf("w%d/%06d\x00%d", w, i, j%5)
 					muts = append(muts, store.Mutation{Row: []byte(row), Qualifier: []byte{byte(j)}, Value: []byte(fmt.Sprint(w, i, j))})
 				}
-				// Each operation is recorded as soon as it returns: the
-				// next one's sync must not be what makes it durable.
+				// A Write is recorded as soon as it returns: the next one's
+				// sync must not be what makes it durable. Counters and
+				// put-if-absent cells are recorded once a Write after them
+				// returned.
 				if err := s.Write(ctx, store.TableData, muts); err != nil {
 					t.Error(err)
 					return
@@ -67,6 +72,11 @@ func TestCrash(t *testing.T) {
 				for _, m := range muts {
 					ack.cells[string(m.Row)+"/"+string(m.Qualifier)] = string(m.Value)
 				}
+				ack.counter = max(ack.counter, pendCounter)
+				for k, v := range pendPut {
+					ack.putOnce[k] = v
+				}
+				clear(pendPut)
 				mu.Unlock()
 				if i%4 != 0 {
 					continue
@@ -76,22 +86,18 @@ func TestCrash(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				mu.Lock()
-				ack.counter = max(ack.counter, n)
-				mu.Unlock()
+				pendCounter = max(pendCounter, n)
 				name := fmt.Sprintf("name%d", i%100)
 				won, existing, err := s.PutIfAbsent(ctx, store.TableUID, []byte(name), []byte("id"), []byte(fmt.Sprint(w)))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				mu.Lock()
 				if won {
-					ack.putOnce[name] = fmt.Sprint(w)
+					pendPut[name] = fmt.Sprint(w)
 				} else {
-					ack.putOnce[name] = string(existing)
+					pendPut[name] = string(existing)
 				}
-				mu.Unlock()
 			}
 		}()
 	}

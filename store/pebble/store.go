@@ -232,7 +232,8 @@ func (s *Store) lock(key []byte) *sync.Mutex {
 }
 
 // Increment adds delta to the cell's big-endian int64 value under the
-// cell's stripe lock, and syncs the result before it returns.
+// cell's stripe lock. It does not wait for a sync: Pebble has one ordered
+// log, so the next synced Write makes it durable (the store.Store contract).
 func (s *Store) Increment(ctx context.Context, t store.Table, row, qualifier []byte, delta int64) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
@@ -267,14 +268,14 @@ func (s *Store) Increment(ctx context.Context, t store.Table, row, qualifier []b
 		}
 	}
 	next := cur + delta
-	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(next)), pebbledb.Sync); err != nil {
+	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(next)), pebbledb.NoSync); err != nil {
 		return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: %w", t, row, qualifier, err)
 	}
 	return next, nil
 }
 
-// PutIfAbsent writes the cell under its stripe lock if it does not exist,
-// and syncs it before it returns.
+// PutIfAbsent writes the cell under its stripe lock if it does not exist.
+// Like Increment it leaves the sync to the next Write.
 func (s *Store) PutIfAbsent(ctx context.Context, t store.Table, row, qualifier, value []byte) (bool, []byte, error) {
 	if err := s.enter(); err != nil {
 		return false, nil, err
@@ -305,7 +306,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, t store.Table, row, qualifier, 
 		}
 		return false, existing, nil
 	}
-	if err := s.db.Set(key, value, pebbledb.Sync); err != nil {
+	if err := s.db.Set(key, value, pebbledb.NoSync); err != nil {
 		return false, nil, fmt.Errorf("store/pebble: put if absent %s row %q qualifier %q: %w", t, row, qualifier, err)
 	}
 	return true, nil, nil
