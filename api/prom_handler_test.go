@@ -39,12 +39,12 @@ import (
 
 // promServer is a whole server in process, over a Pebble store.
 type promServer struct {
-	t   *testing.T
+	t   testing.TB
 	srv *Server
 	h   http.Handler
 }
 
-func newPromServer(t *testing.T, mod func(*Config)) *promServer {
+func newPromServer(t testing.TB, mod func(*Config)) *promServer {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
@@ -402,7 +402,7 @@ func TestPromWriteSheds(t *testing.T) {
 	}
 }
 
-func promMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte {
+func promMarshal(t testing.TB, m interface{ Marshal() ([]byte, error) }) []byte {
 	t.Helper()
 	b, err := m.Marshal()
 	if err != nil {
