@@ -763,3 +763,26 @@ func TestPromWriteStorageDown(t *testing.T) {
 		t.Fatalf("%d %s %v", r.code, r.body, r.header)
 	}
 }
+
+// TestPromMaxSeries: a query selecting more series than allowed fails with
+// an execution error, and one within the limit runs.
+func TestPromMaxSeries(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.MaxSeries = 2 })
+	var ts []prompb.TimeSeries
+	for _, inst := range []string{"a", "b", "c"} {
+		ts = append(ts, prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "instance", Value: inst}},
+			Samples: []prompb.Sample{{Timestamp: promT0, Value: 1}}})
+	}
+	if r := ps.writeV1(&prompb.WriteRequest{Timeseries: ts}); r.code != 204 {
+		t.Fatal(r.code, string(r.body))
+	}
+	at := strconv.FormatInt(promT0/1000, 10)
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"count(up)"}, "time": {at}})
+	if code != 422 || ar.ErrorType != "execution" || !strings.Contains(ar.Error, "limit of 2 series") {
+		t.Fatalf("3 series: %d %+v", code, ar)
+	}
+	code, ar = ps.api("GET", "/api/v1/query", url.Values{"query": {`count(up{instance!="c"})`}, "time": {at}})
+	if code != 200 || promVector(t, ar)["{}"] != "2" {
+		t.Fatalf("2 series: %d %+v", code, ar)
+	}
+}
