@@ -29,6 +29,10 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// MaxTimestamp is the latest timestamp (ms) a row key can hold: its base
+// hour is stored as 32-bit seconds.
+const MaxTimestamp = int64(1<<32-1)*1000 + 999
+
 // ErrInvalid wraps every error that rejects a point for what it is; the edge
 // maps it to 400. Other errors are the storage's and map to 5xx.
 var ErrInvalid = errors.New("invalid point")
@@ -76,6 +80,11 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 	i := b.n
 	b.n++
 	b.errs = append(b.errs, nil)
+	if t < 0 || t > MaxTimestamp {
+		err := fmt.Errorf("%w: timestamp %d ms is outside the range a row key holds (0 to %d ms, the year 2106)", ErrInvalid, t, MaxTimestamp)
+		b.errs[i] = err
+		return err
+	}
 	if err := b.w.check(metric, tags); err != nil {
 		b.errs[i] = err
 		return err
