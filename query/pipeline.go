@@ -71,16 +71,6 @@ func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The scan bounds the points it reads from the store; the head's count too.
-	if e.limits.MaxPoints > 0 {
-		n := 0
-		for i := range ss {
-			n += len(ss[i].Points)
-		}
-		if n > e.limits.MaxPoints {
-			return nil, &LimitError{What: "points", Limit: e.limits.MaxPoints}
-		}
-	}
 	return ss, nil
 }
 

@@ -119,19 +119,16 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	for i, s := range ss {
 		entries[i] = s.entry
 	}
-	sub := *q.e
+	budget := 0 // no limit
 	if q.lim.MaxSamples > 0 {
 		q.mu.Lock()
-		left := q.lim.MaxSamples - q.samples
+		budget = q.lim.MaxSamples - q.samples
 		q.mu.Unlock()
-		if left <= 0 {
+		if budget <= 0 {
 			return q.samplesError()
 		}
-		sub.limits.MaxPoints = left
-	} else {
-		sub.limits.MaxPoints = 0
 	}
-	read, err := sub.read(ctx, entries, start, end)
+	read, err := q.e.read(ctx, entries, start, end, budget)
 	if err != nil {
 		var le *LimitError
 		switch {

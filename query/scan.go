@@ -80,15 +80,17 @@ func (e *Engine) Select(ctx context.Context, sel Selector) ([]Series, error) {
 	if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
 		return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
 	}
-	return e.read(ctx, entries, sel.Start, sel.End)
+	return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
 }
 
 // ReadEntries returns the points of the given index entries in [start, end].
 func (e *Engine) ReadEntries(ctx context.Context, entries []*series.Entry, start, end int64) ([]Series, error) {
-	return e.read(ctx, entries, start, end)
+	return e.read(ctx, entries, start, end, e.limits.MaxPoints)
 }
 
-func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end int64) ([]Series, error) {
+// read returns the points of entries in [start, end]; more than maxPoints
+// raw points read from the store (0: no limit) is a LimitError.
+func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end int64, maxPoints int) ([]Series, error) {
 	if len(entries) == 0 || end < start {
 		return nil, nil
 	}
@@ -96,15 +98,19 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
 	heads := make([][]chunk.Point, len(entries))
+	var total int64 // points read, the head's and the store's
 	for i, en := range entries {
 		out[i] = Series{Labels: en.Labels, TSUID: en.TSUID}
 		heads[i] = e.head.Snapshot(en.Labels, start, end, nil)
+		total += int64(len(heads[i]))
+	}
+	if maxPoints > 0 && total > int64(maxPoints) {
+		return nil, &LimitError{What: "points", Limit: maxPoints}
 	}
 	buckets := map[byte][]int{}
 	for i, en := range entries {
 		buckets[en.Salt] = append(buckets[en.Salt], i)
 	}
-	var total int64
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0)*2)
@@ -120,8 +126,8 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 			mu.Lock()
 			defer mu.Unlock()
 			total += n
-			if err == nil && e.limits.MaxPoints > 0 && total > int64(e.limits.MaxPoints) {
-				err = &LimitError{What: "points", Limit: e.limits.MaxPoints}
+			if err == nil && maxPoints > 0 && total > int64(maxPoints) {
+				err = &LimitError{What: "points", Limit: maxPoints}
 			}
 			if err != nil && firstErr == nil {
 				firstErr = err
