@@ -165,7 +165,7 @@ run_system() {
   for d in "${dialects[@]}"; do
     dialect_wanted "$d" || continue
     local tag="$name-$d" dir="$OUT/data/$name-$d" log="$OUT/logs/$name-$d.log"
-    echo ">> $name: $d"
+    echo ">> $name: $d (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     "$startfn" "$dir" "$log" "${sargs[@]}"
     local url=$HTTP_URL extra=()
     case $d in

@@ -75,11 +75,12 @@ func ReadRuns(path string) ([]Run, error) {
 }
 
 // WriteTable writes runs as one Markdown table: ingest points/s, server
-// CPU-s per million points, peak RSS, bytes on disk per point, and each
-// query kind's median and p90 in milliseconds.
+// CPU-s per million points, peak RSS (at the end of the writes, and at the
+// end of the queries where the row has them), bytes on disk per point, and
+// each query kind's median and p90 in milliseconds.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
-	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB | bytes/point on disk |")
+	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk |")
 	for _, k := range QueryKinds {
 		fmt.Fprintf(&b, " %s p50 / p90 ms |", k)
 	}
@@ -101,17 +102,15 @@ func WriteTable(w io.Writer, runs []Run) error {
 			} else {
 				b.WriteString(" — |")
 			}
-			peak := int64(0)
-			if wr.Server != nil {
-				peak = wr.Server.PeakRSSBytes
-			}
-			if r.Query != nil && r.Query.Server != nil {
-				peak = max(peak, r.Query.Server.PeakRSSBytes)
-			}
-			if peak > 0 {
-				fmt.Fprintf(&b, " %.0f |", float64(peak)/1e6)
-			} else {
+			// Peak RSS while writing, then over the queries too (VmHWM
+			// only grows), when the row has a query run.
+			switch {
+			case wr.Server == nil || wr.Server.PeakRSSBytes <= 0:
 				b.WriteString(" — |")
+			case r.Query != nil && r.Query.Server != nil:
+				fmt.Fprintf(&b, " %.0f / %.0f |", float64(wr.Server.PeakRSSBytes)/1e6, float64(r.Query.Server.PeakRSSBytes)/1e6)
+			default:
+				fmt.Fprintf(&b, " %.0f |", float64(wr.Server.PeakRSSBytes)/1e6)
 			}
 		}
 		if stored := storedPoints(wr); r.DiskBytes >= 0 && stored > 0 {
