@@ -21,6 +21,7 @@ import (
 	"hourglass/ingest"
 	"hourglass/query"
 	"hourglass/series"
+	"hourglass/web"
 )
 
 // Config holds the limits and switches of the outside. Zero values mean the defaults.
@@ -167,6 +168,8 @@ func (s *Server) routes() *mux.Router {
 	}
 	s.promRoutes(r)
 	s.openTSDBRoutes(r)
+	s.statusRoutes(r)
+	web.Register(r)
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(s.notFound)
 	return r
