@@ -37,9 +37,12 @@ type Options struct {
 	WALMaxBytes int64
 	// SweepInterval is how often idle chunks are sealed and the WAL truncated. Default 1 s.
 	SweepInterval time.Duration
-	Logger        *slog.Logger
-	Registerer    prometheus.Registerer
-	Now           func() time.Time
+	// IndexSync makes nodes that share one store learn each other's series
+	// (index_sync.go). Off by default: a node alone needs none of it.
+	IndexSync  IndexSyncOptions
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Now        func() time.Time
 }
 
 func (o *Options) fill() {
@@ -97,6 +100,11 @@ type Head struct {
 	closed  atomic.Bool
 	fatal   atomic.Pointer[error]
 	started time.Time
+
+	// sync is the index sync between nodes sharing the store; nil when off.
+	sync *indexSync
+	// storeFailing is set while the flusher's writes to the store fail.
+	storeFailing atomic.Bool
 }
 
 type headShard struct {
@@ -178,6 +186,14 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*
 	if err := h.index.load(ctx, st, opts.Layout.Salt); err != nil {
 		return nil, err
 	}
+	if opts.IndexSync.Interval > 0 {
+		// Hook (index_sync.go): what other nodes announced since the index
+		// rows were written, and the seq this node's feed goes on from.
+		h.sync = newIndexSync(h)
+		if err := h.sync.step(ctx); err != nil {
+			return nil, err
+		}
+	}
 	h.done.Add(1)
 	go h.flusher()
 	if err := h.replay(ctx); err != nil {
@@ -192,6 +208,10 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*
 	h.log = l
 	h.done.Add(1)
 	go h.sweeper()
+	if h.sync != nil {
+		h.done.Add(1)
+		go h.syncLoop()
+	}
 	return h, nil
 }
 
@@ -319,11 +339,23 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 	if p := h.fatal.Load(); p != nil {
 		return *p
 	}
+	// Hook: while the store's writes fail (a Bigtable outage), the WAL holds
+	// everything; past its bound, refuse writes (503, clients retry) rather
+	// than fill the disk. What the WAL acknowledged stays.
+	if h.storeFailing.Load() && h.log.Size() > h.opts.WALMaxBytes {
+		return fmt.Errorf("%w: writes to the store are failing and the WAL holds %d bytes", store.ErrUnavailable, h.log.Size())
+	}
 	series := make([]*memSeries, len(samples))
 	ok := 0
 	for i := range samples {
 		s, err := h.getOrCreate(ctx, samples[i].Labels)
 		if err != nil {
+			if errors.Is(err, store.ErrUnavailable) {
+				// Hook: a new name could not be given a UID because the
+				// store is out of reach; that is no fault of the point.
+				// Refuse the batch (503) so the client retries it whole.
+				return err
+			}
 			errs[i] = err
 			continue
 		}

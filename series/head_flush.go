@@ -43,11 +43,12 @@ func (h *Head) flusher() {
 		}
 		var err error
 		if len(idx) > 0 {
-			err = h.st.Write(ctx, store.TableIndex, idx)
+			err = h.writeIndex(ctx, idx) // hook: announces them to other nodes first
 		}
 		if err == nil && len(batch) > 0 {
 			buf, err = h.writeChunks(ctx, batch, buf)
 		}
+		h.storeFailing.Store(err != nil) // hook: Append refuses writes when this lasts
 		h.flushMu.Lock()
 		h.flushBusy -= len(batch)
 		if err != nil {
@@ -293,7 +294,7 @@ func (h *Head) truncateWAL() {
 	h.idxQ = nil
 	h.flushMu.Unlock()
 	if len(idx) > 0 {
-		if err := h.st.Write(context.Background(), store.TableIndex, idx); err != nil {
+		if err := h.writeIndex(context.Background(), idx); err != nil {
 			h.queueIndex(idx)
 			return
 		}

@@ -2,12 +2,14 @@
 //
 //	go run ./cmd/hourglass                    # 127.0.0.1:4242, data in ./data
 //	go run ./cmd/hourglass -listen :4242 -data-dir /var/lib/hourglass
+//	hourglass -storage bigtable -bigtable.project P -bigtable.instance I -writer-id 1
 //
 // Run it with -help for every flag.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,8 +39,15 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("hourglass", flag.ContinueOnError)
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for HTTP and telnet (one port, as OpenTSDB); port 0 picks a free port and logs it")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the store and the WAL")
-	fs.StringVar(&cfg.Storage, "storage", cfg.Storage, "storage backend: pebble (embedded)")
-	writer := fs.Uint("writer-id", 0, "id of this node in the cell qualifiers (0-65535); nodes sharing a store need distinct ids")
+	fs.StringVar(&cfg.Storage, "storage", cfg.Storage, "storage backend: pebble (embedded, in -data-dir) or bigtable (Cloud Bigtable, shared by many nodes; the WAL stays in -data-dir)")
+	writer := fs.Uint("writer-id", 0, "id of this node in the cell qualifiers (0-65535); nodes sharing a store need distinct ids (required with -storage=bigtable)")
+	fs.StringVar(&cfg.Bigtable.Project, "bigtable.project", "", "Google Cloud project of the Bigtable instance")
+	fs.StringVar(&cfg.Bigtable.Instance, "bigtable.instance", "", "Bigtable instance")
+	fs.StringVar(&cfg.Bigtable.TablePrefix, "bigtable.table-prefix", "hourglass", "prefix of the table names: <prefix>-data, -uid, -index, -meta")
+	fs.StringVar(&cfg.Bigtable.AppProfile, "bigtable.app-profile", "", "app profile of data requests (default: the instance's); with replication, single-cluster routing")
+	fs.StringVar(&cfg.Bigtable.CredentialsFile, "bigtable.credentials-file", "", "service account key file (default: Application Default Credentials, GOOGLE_APPLICATION_CREDENTIALS; BIGTABLE_EMULATOR_HOST selects the emulator)")
+	fs.DurationVar(&cfg.Bigtable.Timeout, "bigtable.timeout", 30*time.Second, "time one Bigtable operation may take, retries included, before it fails as unavailable (503)")
+	fs.DurationVar(&cfg.IndexSyncInterval, "index-sync-interval", time.Second, "how often a node reads the series other nodes added (-storage=bigtable only)")
 	fs.IntVar(&cfg.Layout.SaltBuckets, "salt-buckets", cfg.Layout.SaltBuckets, "salt buckets of the row keys (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.MetricWidth, "uid-width-metric", cfg.Layout.MetricWidth, "bytes of a metric UID (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.TagKWidth, "uid-width-tagk", cfg.Layout.TagKWidth, "bytes of a tag key UID (fixed when the data set is created)")
@@ -96,6 +105,14 @@ func run(args []string) error {
 	}
 	if *writer > 0xffff {
 		return fmt.Errorf("-writer-id=%d: must be 0 to 65535", *writer)
+	}
+	if cfg.Storage == "bigtable" {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "writer-id" })
+		if !set {
+			// Two nodes with one id would overwrite each other's cells.
+			return errors.New("-storage=bigtable needs -writer-id: every node sharing the tables needs its own")
+		}
 	}
 	cfg.WriterID = uint16(*writer)
 	mode, err := wal.ParseSyncMode(*fsync)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/api/option"
 
 	"hourglass/api"
 	"hourglass/ingest"
@@ -24,6 +25,7 @@ import (
 	"hourglass/series"
 	"hourglass/series/wal"
 	"hourglass/store"
+	"hourglass/store/bigtable"
 	"hourglass/store/pebble"
 	"hourglass/uid"
 )
@@ -32,8 +34,15 @@ import (
 type Config struct {
 	Listen   string
 	DataDir  string
-	Storage  string // "pebble"
+	Storage  string // "pebble" or "bigtable"
 	WriterID uint16
+
+	// Bigtable is the instance of --storage=bigtable.
+	Bigtable BigtableConfig
+	// IndexSyncInterval is how often a node sharing its store with others
+	// reads the index changes they announce (series/index_sync.go). Used
+	// with --storage=bigtable only; default 1 s.
+	IndexSyncInterval time.Duration
 
 	Layout rowkey.Layout
 
@@ -53,6 +62,17 @@ type Config struct {
 
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+}
+
+// BigtableConfig names a Bigtable instance and how to reach it. The client
+// also honours its usual environment: GOOGLE_APPLICATION_CREDENTIALS and
+// Application Default Credentials, and BIGTABLE_EMULATOR_HOST.
+type BigtableConfig struct {
+	Project, Instance string
+	TablePrefix       string        // default "hourglass"
+	AppProfile        string        // default: the instance's default profile
+	CredentialsFile   string        // a service account key file; default Application Default Credentials
+	Timeout           time.Duration // per operation; default 30 s
 }
 
 // DefaultConfig returns the defaults the flags start from.
@@ -76,18 +96,51 @@ func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	if cfg.Storage != "" && cfg.Storage != "pebble" {
-		return fmt.Errorf("--storage=%q: the only storage this build has is pebble", cfg.Storage)
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
 	}
-	st, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{
-		CacheSize: cfg.StoreCacheBytes,
-		Logger:    log.With("component", "pebble"),
-	})
-	if err != nil {
-		return fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
+	var st store.Store
+	switch cfg.Storage {
+	case "", "pebble":
+		cfg.IndexSyncInterval = 0 // one node: nothing to sync
+		pst, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{
+			CacheSize: cfg.StoreCacheBytes,
+			Logger:    log.With("component", "pebble"),
+		})
+		if err != nil {
+			return fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
+		}
+		st = pst
+	case "bigtable":
+		b := cfg.Bigtable
+		if b.Project == "" || b.Instance == "" {
+			return errors.New("--storage=bigtable needs --bigtable.project and --bigtable.instance")
+		}
+		opts := bigtable.Options{
+			Project:     b.Project,
+			Instance:    b.Instance,
+			TablePrefix: b.TablePrefix,
+			AppProfile:  b.AppProfile,
+			SaltBuckets: cfg.Layout.SaltBuckets,
+			Timeout:     b.Timeout,
+			Logger:      log.With("component", "bigtable"),
+		}
+		if b.CredentialsFile != "" {
+			opts.ClientOptions = append(opts.ClientOptions, option.WithAuthCredentialsFile(option.ServiceAccount, b.CredentialsFile))
+		}
+		bst, err := bigtable.Open(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("opening Bigtable %s/%s: %w", b.Project, b.Instance, err)
+		}
+		log.Info("bigtable store open", "project", b.Project, "instance", b.Instance,
+			"tables", bigtable.TableName(b.TablePrefix, store.TableData)+", ...", "writer_id", cfg.WriterID,
+			"emulator", os.Getenv("BIGTABLE_EMULATOR_HOST"))
+		if cfg.IndexSyncInterval <= 0 {
+			cfg.IndexSyncInterval = time.Second
+		}
+		st = bst
+	default:
+		return fmt.Errorf("--storage=%q: must be pebble or bigtable", cfg.Storage)
 	}
 	defer st.Close()
 	return serve(ctx, cfg, st, log, ready)
@@ -114,6 +167,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 			Logger:      log.With("component", "wal"),
 		},
 		WALMaxBytes: cfg.WALMaxBytes,
+		IndexSync:   series.IndexSyncOptions{Interval: cfg.IndexSyncInterval},
 		Logger:      log.With("component", "head"),
 		Registerer:  reg,
 	})
@@ -128,7 +182,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		head.Close()
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	log.Info("hourglass listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "wal_fsync", cfg.WALFsync.String())
+	log.Info("hourglass listening", "addr", ln.Addr().String(), "storage", cfg.Storage, "data_dir", cfg.DataDir, "wal_fsync", cfg.WALFsync.String())
 	if ready != nil {
 		ready(ln.Addr())
 	}
