@@ -892,9 +892,9 @@ func TestWebPage(t *testing.T) {
 		// Measured, not asserted: the time to draw a million points, and that
 		// decimation keeps the path to a few segments per pixel column.
 		var st struct {
-			Ms, HoverMs   float64
-			Points, Segs  int
-			Width, Series int
+			Ms, HoverMs, PixelsMs, HighlightMs float64
+			Points, Segs, Cols                 int
+			Width, Series, Rasterized          int
 		}
 		webEval(t, ctx, `(() => {
 			const c = hourglass.chart, n = 10000, end = Date.now(), start = end - n * 1000, ss = [];
@@ -911,15 +911,46 @@ func TestWebPage(t *testing.T) {
 			for (let i = 0; i < 20; i++) { c.hover = {x: c.plot.left + i * c.plot.width / 20, y: c.plot.top + 10}; c.drawTop(); }
 			const hoverMs = (performance.now() - h0) / 20;
 			c.hover = null; c.drawTop();
-			return {ms, hoverMs, points: c.stats.points, segs: c.stats.segments, width: Math.round(c.plot.width), series: c.stats.series};
+			// The time a frame takes to reach the canvas's pixels, too.
+			const f0 = performance.now();
+			for (let i = 0; i < 3; i++) { c.render(); c.canvas.getContext('2d').getImageData(0, 0, 1, 1); }
+			const pixelsMs = (performance.now() - f0) / 3;
+			const hl0 = performance.now();
+			c.highlight('s50'); c.canvas.getContext('2d').getImageData(0, 0, 1, 1);
+			const highlightMs = performance.now() - hl0;
+			c.highlight(null);
+			const st = c.stats;
+			return {ms, hoverMs, pixelsMs, highlightMs, points: st.points, segs: st.segments, cols: st.columns,
+				width: Math.round(c.plot.width), series: st.series, rasterized: st.rasterized};
 		})()`, &st)
-		t.Logf("100 series × 10,000 points: %.1f ms a frame, %.2f ms a crosshair move; %d points drawn as %d path segments over %d px",
-			st.Ms, st.HoverMs, st.Points, st.Segs, st.Width)
-		if st.Points < 1_000_000 || st.Series != 100 {
-			t.Errorf("drew %d points of %d series, want 1,000,000 of 100", st.Points, st.Series)
+		t.Logf("100 series × 10,000 points: %.1f ms a frame (%.1f ms to the pixels, %.1f ms to highlight one series), %.2f ms a crosshair move; "+
+			"%d points drawn as %d path segments and %d pixel columns over %d px",
+			st.Ms, st.PixelsMs, st.HighlightMs, st.HoverMs, st.Points, st.Segs, st.Cols, st.Width)
+		if st.Points < 1_000_000 || st.Series != 100 || st.Rasterized != 100 {
+			t.Errorf("drew %d points of %d series (%d as pixel columns), want 1,000,000 of 100, all as columns", st.Points, st.Series, st.Rasterized)
 		}
-		if st.Segs > 100*4*(st.Width+2) {
-			t.Errorf("%d path segments for %d px: not decimated per pixel column", st.Segs, st.Width)
+		if st.Segs+st.Cols > 100*3*(st.Width+2) {
+			t.Errorf("%d path segments and %d columns for %d px: not decimated per pixel column", st.Segs, st.Cols, st.Width)
+		}
+		// What is drawn is where the points are: series 50 alone, in its
+		// colour at its points and nowhere 40 px above or below them.
+		webRun(t, ctx, "showing one series", webJS(`(() => { const c = hourglass.chart;
+			c.setHidden(c.series.filter(s => s.id !== 's50').map(s => s.id)); })()`))
+		var probe struct{ On, Off int }
+		webEval(t, ctx, `(() => {
+			const c = hourglass.chart, s = c.series[50], g = c.canvas.getContext('2d');
+			const near = (x, y) => Array.from(g.getImageData(Math.round(x) - 1, Math.round(y) - 1, 3, 3).data)
+				.some((v, i, a) => i % 4 === 0 && Math.abs(a[i] - 0x33) + Math.abs(a[i+1] - 0x66) + Math.abs(a[i+2] - 0x99) < 40 && a[i+3] > 200);
+			let on = 0, off = 0;
+			for (let i = 100; i < 10000; i += 99) {
+				const p = c.toPixel(s.t[i], s.v[i]);
+				if (near(p.x, p.y)) on++;
+				if (near(p.x, p.y - 40) || near(p.x, p.y + 40)) off++;
+			}
+			return {on, off};
+		})()`, &probe)
+		if probe.On != 100 || probe.Off != 0 {
+			t.Errorf("series 50 alone: drawn at %d of 100 of its points, and at %d places 40 px away", probe.On, probe.Off)
 		}
 	})
 

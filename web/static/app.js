@@ -520,7 +520,7 @@ async function runQuery(opts = {}) {
   fillTimeControls();
   if (inflight) inflight.abort();
   const my = ++runSeq;
-  if (!validate()) { finish('error'); return; }
+  if (!validate()) { clearResult(); finish('error'); return; }
   const ctl = new AbortController();
   inflight = ctl;
   setBusy('loading');
@@ -539,9 +539,23 @@ async function runQuery(opts = {}) {
     inflight = null;
     const [target, text] = e instanceof APIError ? explain(e) : ['general', String(e)];
     showError(target, text);
+    clearResult();
     $('message').textContent = 'The query failed: see the message above.';
     finish('error');
   }
+}
+
+// clearResult empties the chart (over the range asked for), the legend and
+// the table, so a failed query never leaves the previous one's data shown.
+function clearResult() {
+  result = null;
+  tableRows = null;
+  chart.setData([], timeRange(Date.now()));
+  $('chart').dataset.series = '0';
+  $('chart').dataset.points = '0';
+  $('legend').replaceChildren();
+  renderTable();
+  $('dl-csv').disabled = $('dl-json').disabled = true;
 }
 
 function showResult(r) {
@@ -830,6 +844,7 @@ function init() {
   }
   state = readURL();
   fillControls();
+  chart.setData([], timeRange(Date.now()));
 
   attach($('metric'), text => suggest('metrics', text));
   attach($('groupby'), async text => {

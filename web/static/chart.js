@@ -226,20 +226,104 @@ export class Chart {
     ctx.beginPath();
     ctx.rect(left, top, right - left, bottom - top);
     ctx.clip();
-    let points = 0, segments = 0;
+    let points = 0, segments = 0, columns = 0;
     const vis = this.visible();
-    const drawOne = (s, alpha, width) => {
-      const r = this.drawSeries(ctx, s, alpha, width);
-      points += r.points; segments += r.segments;
-    };
     // A highlighted series that is hidden highlights nothing.
     const hs = vis.find(s => s.id === this.hl);
-    for (const s of vis) if (s !== hs) drawOne(s, hs ? 0.18 : 1, 1.5);
-    if (hs) drawOne(hs, 1, 2.5);
+    // Series with several points a pixel column are rasterised into one
+    // pixel buffer (stroking paths that long costs far more than their
+    // pixels); the others, and a highlighted series, are stroked.
+    const inView = s => Math.min(s.t.length, lowerBound(s.t, x1) + 1) - Math.max(0, lowerBound(s.t, x0) - 1);
+    const raster = vis.filter(s => s !== hs && inView(s) > 2 * p.width);
+    if (raster.length) {
+      const box = { x: left, y: top, w: right - left, h: bottom - top };
+      const r = this.rasterize(raster, box, hs ? 46 : 255);
+      ctx.drawImage(this.off, 0, 0, r.w, r.h, box.x, box.y, r.w / dpr, r.h / dpr);
+      points += r.points; columns += r.columns;
+    }
+    for (const s of vis) {
+      if (s === hs || raster.includes(s)) continue;
+      const r = this.drawSeries(ctx, s, hs ? 0.18 : 1, 1.5);
+      points += r.points; segments += r.segments;
+    }
+    if (hs) {
+      const r = this.drawSeries(ctx, hs, 1, 2.5);
+      points += r.points; segments += r.segments;
+    }
     ctx.restore();
 
-    this.stats = { renders: this.stats.renders + 1, ms: performance.now() - began, points, segments, series: vis.length };
+    this.stats = {
+      renders: this.stats.renders + 1, ms: performance.now() - began, points, segments, columns,
+      series: vis.length, rasterized: raster.length,
+    };
     this.el.dataset.renders = String(this.stats.renders);
+  }
+
+  // rasterize draws dense series into a pixel buffer the size of box (CSS
+  // px) and puts it on this.off: per device pixel column, a vertical run
+  // from the lowest to the highest point there, joined to the neighbouring
+  // columns, one and a half pixels thick. Columns with no point between two
+  // points are interpolated; NaN and gaps break the line as drawSeries does.
+  rasterize(series, box, alpha) {
+    const dpr = this.dpr, W = Math.max(1, Math.round(box.w * dpr)), H = Math.max(1, Math.round(box.h * dpr));
+    if (!this.off) this.off = document.createElement('canvas');
+    if (this.off.width !== W || this.off.height !== H || !this.img) {
+      this.off.width = W; this.off.height = H;
+      this.img = this.off.getContext('2d').createImageData(W, H);
+      this.buf = new Uint32Array(this.img.data.buffer);
+    }
+    const buf = this.buf;
+    buf.fill(0);
+    const p = this.plot, [x0, x1] = this.xRange();
+    const kx = p.width * dpr / (x1 - x0), ky = p.height * dpr / (this.yAxis.max - this.yAxis.min);
+    const ox = (p.left - box.x) * dpr, oy = (p.top + p.height - box.y) * dpr, y0 = this.yAxis.min;
+    const half = Math.max(1, Math.round(0.75 * dpr));
+    let points = 0, columns = 0;
+    for (const s of series) {
+      const hex = parseInt(s.color.slice(1), 16);
+      const px = ((alpha << 24) | ((hex & 0xff) << 16) | (hex & 0xff00) | (hex >> 16)) >>> 0;
+      const bar = (c, lo, hi) => {
+        if (c < 0 || c >= W) return;
+        lo = Math.max(0, Math.floor(lo) - half + 1);
+        hi = Math.min(H - 1, Math.floor(hi) + half);
+        for (let y = lo; y <= hi; y++) buf[y * W + c] = px;
+        columns++;
+      };
+      const T = s.t, V = s.v, gap = s.gap || Infinity;
+      const a = Math.max(0, lowerBound(T, x0) - 1), b = Math.min(T.length, lowerBound(T, x1) + 1);
+      points += b - a;
+      let col = NaN, first = 0, mn = 0, mx = 0, last = 0, prevCol = NaN, prevLast = 0, prevT = -Infinity;
+      const flush = () => {
+        if (col !== col) return;
+        if (prevCol === prevCol) {
+          // Join to the previous column, through any empty columns between.
+          const n = col - prevCol;
+          for (let k = 1; k < n; k++) {
+            const ya = prevLast + (first - prevLast) * (k - 1) / n, yb = prevLast + (first - prevLast) * k / n;
+            bar(prevCol + k, Math.min(ya, yb), Math.max(ya, yb));
+          }
+          const yj = prevLast + (first - prevLast) * (n - 1) / n;
+          mn = Math.min(mn, yj, prevLast); mx = Math.max(mx, yj, prevLast);
+        }
+        bar(col, mn, mx);
+        prevCol = col; prevLast = last;
+      };
+      for (let i = a; i < b; i++) {
+        const v = V[i], t = T[i];
+        if (v !== v || v === Infinity || v === -Infinity || t - prevT > gap) {
+          flush(); col = NaN; prevCol = NaN;
+          prevT = t;
+          if (v !== v || v === Infinity || v === -Infinity) continue;
+        }
+        prevT = t;
+        const c = Math.floor(ox + (t - x0) * kx), y = oy - (v - y0) * ky;
+        if (c !== col) { flush(); col = c; first = mn = mx = last = y; }
+        else { if (y < mn) mn = y; if (y > mx) mx = y; last = y; }
+      }
+      flush();
+    }
+    this.off.getContext('2d').putImageData(this.img, 0, 0);
+    return { w: W, h: H, points, columns };
   }
 
   // drawSeries draws one series: per pixel column, a path through its
@@ -258,19 +342,21 @@ export class Chart {
     ctx.strokeStyle = s.color;
     ctx.fillStyle = s.color;
     ctx.lineWidth = width;
-    ctx.lineJoin = 'round';
+    ctx.lineJoin = dense ? 'bevel' : 'round';
     ctx.beginPath();
     const dots = [];
     let col = NaN, fx = 0, fy = 0, lx = 0, ly = 0, mn = 0, mx = 0, cnt = 0;
     let pen = false, run = 0, runX = 0, runY = 0, segs = 0;
     const flush = () => {
       if (cnt === 0) return;
-      if (!pen) { ctx.moveTo(fx, fy); pen = true; } else ctx.lineTo(fx, fy);
-      segs++;
+      if (!pen) { ctx.moveTo(fx, fy); pen = true; } else if (cnt === 1) { ctx.lineTo(fx, fy); segs++; }
       if (cnt > 1) {
+        // A column of many points: one vertical stroke over their range,
+        // drawn in the direction the values went, then on from there.
         const cx = left + col + 0.5;
-        if (mn < fy || mx > fy) { ctx.lineTo(cx, mn); ctx.lineTo(cx, mx); segs += 2; }
-        ctx.lineTo(lx, ly); segs++;
+        if (mn === mx) { ctx.lineTo(lx, ly); segs++; }
+        else if (fy <= ly) { ctx.lineTo(cx, mn); ctx.lineTo(cx, mx); segs += 2; }
+        else { ctx.lineTo(cx, mx); ctx.lineTo(cx, mn); segs += 2; }
       }
       cnt = 0;
     };
@@ -362,7 +448,8 @@ export class Chart {
       const q = pos(e);
       if (this.drag) this.drag.x1 = q.x;
       this.hover = inPlot(q) || this.drag ? q : null;
-      this.drawTop();
+      // One redraw a frame, however many moves the frame saw.
+      if (!this.frame) this.frame = requestAnimationFrame(() => { this.frame = 0; this.drawTop(); });
     });
     top.addEventListener('pointerup', e => {
       if (!this.drag) return;
