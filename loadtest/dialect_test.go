@@ -353,6 +353,7 @@ func TestWriteAgainstFake(t *testing.T) {
 			var mu sync.Mutex
 			got := map[string]float64{}
 			lastTs := map[string]int64{}
+			var newest int64 // the newest timestamp any request has brought
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
 				mu.Lock()
@@ -361,6 +362,13 @@ func TestWriteAgainstFake(t *testing.T) {
 					if ts <= lastTs[k] {
 						t.Errorf("%s: %d after %d", k, ts, lastTs[k])
 					}
+					// The workers keep within MaxSkew (30s) of each other,
+					// give or take the steps of a batch in flight (a batch of
+					// 97 points over 20 series spans 6 steps, 60s).
+					if newest-ts > (30+60+10)*1000 {
+						t.Errorf("%s: %d arrives %ds behind the newest point sent", k, ts, (newest-ts)/1000)
+					}
+					newest = max(newest, ts)
 					lastTs[k] = ts
 					got[k+"@"+strconv.FormatInt(ts, 10)] = v
 				}
