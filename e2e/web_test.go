@@ -332,7 +332,7 @@ func abs(x int) int {
 	return x
 }
 
-// webMouse moves the mouse to the viewport point where the chart drew (ts, v).
+// webChartXY is the viewport point where the chart draws (ts, v).
 func webChartXY(t *testing.T, ctx context.Context, ts float64, v float64) (float64, float64) {
 	t.Helper()
 	var xy []float64
@@ -398,8 +398,6 @@ func TestWebPage(t *testing.T) {
 	ts, sums := webTestData(t, s)
 	b := webStartBrowser(t, 1440, 1100)
 	ctx := b.ctx
-	labels := []string{"core=0, dc=lga, host=web01", "dc=lga, host=web02"}
-	_ = labels
 
 	webRun(t, ctx, "opening the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("metric")))
 
@@ -506,13 +504,12 @@ func TestWebPage(t *testing.T) {
 	t.Run("drawn", func(t *testing.T) {
 		// Every series is drawn in its colour where the chart puts its points,
 		// and nothing is drawn half way between the two series.
-		for i, s := range series {
+		for _, s := range series {
 			for _, j := range []int{0, 7, 15, 29} {
 				if !webPixelNear(t, ctx, s.T[j], s.V[j], s.Color) {
 					t.Errorf("series %s: no pixel of its colour %s at point %d (%d, %v)", s.Label, s.Color, j, s.T[j], s.V[j])
 				}
 			}
-			_ = i
 		}
 		mid := (series[0].V[0] + series[1].V[0]) / 2
 		for _, s := range series {
@@ -717,6 +714,22 @@ func TestWebPage(t *testing.T) {
 		}
 		checkSeries(t, ctx, 0, 30)
 		webWaitFor(t, ctx, "the relative range back in the URL", `location.search.includes('range=1h') && !location.search.includes('from=')`)
+	})
+
+	t.Run("refresh", func(t *testing.T) {
+		// With a refresh period, a range that ends now is queried again by
+		// itself, and the period is in the URL.
+		n := webRunCount(t, ctx)
+		webRun(t, ctx, "refreshing every 5s", webJS(`(() => { const r = document.getElementById('refresh');
+			r.value = '5s'; r.dispatchEvent(new Event('change')); })()`))
+		webWaitFor(t, ctx, "the refresh period in the URL", `location.search.includes('refresh=5s')`)
+		if st := webWaitRun(t, ctx, n); st != "ready" {
+			t.Fatalf("the refreshed query ends %q", st)
+		}
+		checkSeries(t, ctx, 0, 30)
+		webRun(t, ctx, "no refresh", webJS(`(() => { const r = document.getElementById('refresh');
+			r.value = ''; r.dispatchEvent(new Event('change')); })()`))
+		webWaitFor(t, ctx, "no refresh period in the URL", `!location.search.includes('refresh=')`)
 	})
 
 	t.Run("errors", func(t *testing.T) {
