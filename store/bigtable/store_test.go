@@ -36,6 +36,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv("HOURGLASS_BENCH_EMULATOR"); addr != "" {
+		// An emulator in its own process, for the benchmarks (bench_test.go).
+		os.Setenv("BIGTABLE_EMULATOR_HOST", addr)
+		os.Exit(m.Run())
+	}
 	srv, err := bttest.NewServer("127.0.0.1:0",
 		grpc.MaxRecvMsgSize(64<<20),
 		grpc.ChainUnaryInterceptor(faults.unary),
