@@ -61,6 +61,10 @@ type senderConfig struct {
 	// tells its errors and that the server read it. Off for servers that
 	// answer nothing to "version".
 	telnetSync bool
+	// probeFirst and probeQuiet bound the wait for the first line of the
+	// reply to the probing "version" and for each further line (default
+	// 5s and 1s).
+	probeFirst, probeQuiet time.Duration
 }
 
 func newSender(ctx context.Context, cfg senderConfig) (sender, error) {
@@ -427,7 +431,13 @@ func dialTelnet(ctx context.Context, cfg senderConfig) (*telnetSender, error) {
 	}
 	s := &telnetSender{conn: conn, br: bufio.NewReaderSize(conn, 64<<10)}
 	if cfg.telnetSync {
-		n, err := s.probeVersion()
+		if cfg.probeFirst <= 0 {
+			cfg.probeFirst = 5 * time.Second
+		}
+		if cfg.probeQuiet <= 0 {
+			cfg.probeQuiet = time.Second
+		}
+		n, err := s.probeVersion(cfg.probeFirst, cfg.probeQuiet)
 		if err != nil {
 			conn.Close()
 			return nil, err
@@ -438,13 +448,14 @@ func dialTelnet(ctx context.Context, cfg senderConfig) (*telnetSender, error) {
 }
 
 // probeVersion sends "version" and counts the reply's lines, waiting up to
-// a second after the last one; 0 means the server answers nothing.
-func (s *telnetSender) probeVersion() (int, error) {
+// first for the first and quiet after each; 0 means the server answers
+// nothing.
+func (s *telnetSender) probeVersion(first, quiet time.Duration) (int, error) {
 	if _, err := s.conn.Write([]byte("version\n")); err != nil {
 		return 0, err
 	}
 	n := 0
-	wait := 5 * time.Second // the first line
+	wait := first
 	for {
 		_ = s.conn.SetReadDeadline(time.Now().Add(wait))
 		_, err := s.br.ReadString('\n')
@@ -457,7 +468,7 @@ func (s *telnetSender) probeVersion() (int, error) {
 			return 0, fmt.Errorf("telnet: reading the reply to version: %w", err)
 		}
 		n++
-		wait = time.Second
+		wait = quiet
 	}
 }
 

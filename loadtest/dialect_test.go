@@ -285,7 +285,7 @@ func TestTelnetSender(t *testing.T) {
 	pts := batchOf(t, 12, 2)
 	t.Run("sync", func(t *testing.T) {
 		addr, puts := fakeTelnet(t, true)
-		s, err := dialTelnet(context.Background(), senderConfig{addr: addr, telnetSync: true})
+		s, err := dialTelnet(context.Background(), senderConfig{addr: addr, telnetSync: true, probeQuiet: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestTelnetSender(t *testing.T) {
 	})
 	t.Run("no version reply", func(t *testing.T) {
 		addr, puts := fakeTelnet(t, false)
-		s, err := dialTelnet(context.Background(), senderConfig{addr: addr, telnetSync: true})
+		s, err := dialTelnet(context.Background(), senderConfig{addr: addr, telnetSync: true, probeFirst: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func TestWriteConfirms(t *testing.T) {
 	defer metrics.Close()
 	g := mustGen(t, GenConfig{Seed: 1, Series: 36, Interval: 10 * time.Second, Start: t0, Steps: 50})
 	r, err := Write(context.Background(), g, WriteConfig{Dialect: DialectTelnet, Addr: addr, Workers: 2, BatchSize: 100,
-		Duration: time.Minute, TelnetSync: true, ServerPID: -1,
+		Duration: time.Minute, ServerPID: -1,
 		ConfirmURL: metrics.URL, ConfirmSeries: `rows_total{type="telnet"}`})
 	if err != nil {
 		t.Fatal(err)
