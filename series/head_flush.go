@@ -101,6 +101,11 @@ func (h *Head) flusher() {
 // is merged with them (the chunk's points win) and the row's overlapping
 // cells are rewritten, so every timestamp is in at most one of our cells.
 func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte) ([]byte, error) {
+	// Hook: the rows the loop below would read one by one, read at once (on
+	// Bigtable every read is a round trip).
+	if err := h.prefetchRows(ctx, batch); err != nil {
+		return buf, err
+	}
 	var muts []store.Mutation
 	layout := h.opts.Layout
 	var merged []chunk.Point
@@ -163,10 +168,8 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 // rowInfo returns what this writer has in the row, reading the row the first
 // time this process seals into that hour of the series.
 func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte) (*rowInfo, error) {
-	for i := range s.rows {
-		if s.rows[i].hour == hour {
-			return &s.rows[i], nil
-		}
+	if ri := s.cachedRow(hour); ri != nil {
+		return ri, nil
 	}
 	cells, err := h.st.ReadRow(ctx, store.TableData, row)
 	if err != nil {
@@ -175,37 +178,109 @@ func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte
 	ri := rowInfo{hour: hour}
 	var it chunk.Iterator
 	for _, c := range cells {
-		_, writer, err := rowkey.ParseQualifier(c.Qualifier)
-		if err != nil || writer != h.opts.WriterID {
-			continue
-		}
-		if err := it.Reset(c.Value, hour); err != nil {
-			h.opts.Logger.Warn("unreadable cell", "row", row, "err", err)
-			continue
-		}
-		first, last := int64(math.MaxInt64), int64(math.MinInt64)
-		for it.Next() {
-			t, _ := it.At()
-			first, last = min(first, t), max(last, t)
-		}
-		if first <= last {
-			ri.cells = append(ri.cells, cellSpan{first: first, last: last, qual: append([]byte(nil), c.Qualifier...)})
+		if cs, ok := h.ownCell(&it, row, hour, c); ok {
+			ri.cells = append(ri.cells, cs)
 		}
 	}
+	return h.keepRow(s, ri), nil
+}
+
+// prefetchRows reads, with one Scan of exact rows, the rows of the batch
+// that this writer has not looked at yet, and records them as rowInfo
+// would: one request for the batch instead of a ReadRow per row, which on
+// Bigtable would be a round trip each, one after the other.
+func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) error {
+	type want struct {
+		s   *memSeries
+		row []byte
+		ri  rowInfo
+	}
+	var wants []*want
+	byRow := map[string]*want{}
+	for _, c := range batch {
+		if c.s.cachedRow(c.hour) != nil {
+			continue
+		}
+		row := h.opts.Layout.AppendRowKey(nil, c.s.tsuid, c.hour)
+		if byRow[string(row)] != nil {
+			continue
+		}
+		w := &want{s: c.s, row: row, ri: rowInfo{hour: c.hour}}
+		byRow[string(row)] = w
+		wants = append(wants, w)
+	}
+	if len(wants) < 2 {
+		return nil // rowInfo reads one row as well
+	}
+	sort.Slice(wants, func(i, j int) bool { return string(wants[i].row) < string(wants[j].row) })
+	ranges := make([]store.KeyRange, len(wants))
+	for i, w := range wants {
+		ranges[i] = store.RowRange(w.row)
+	}
+	var it chunk.Iterator
+	err := h.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
+		if w := byRow[string(c.Row)]; w != nil {
+			if cs, ok := h.ownCell(&it, w.row, w.ri.hour, c); ok {
+				w.ri.cells = append(w.ri.cells, cs)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, w := range wants {
+		h.keepRow(w.s, w.ri)
+	}
+	return nil
+}
+
+// cachedRow returns what the flusher recorded of the series' row of hour, or nil.
+func (s *memSeries) cachedRow(hour int64) *rowInfo {
+	for i := range s.rows {
+		if s.rows[i].hour == hour {
+			return &s.rows[i]
+		}
+	}
+	return nil
+}
+
+// ownCell returns the time span of a cell of row that this writer wrote;
+// false for another writer's cell or one that does not decode.
+func (h *Head) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell) (cellSpan, bool) {
+	_, writer, err := rowkey.ParseQualifier(c.Qualifier)
+	if err != nil || writer != h.opts.WriterID {
+		return cellSpan{}, false
+	}
+	if err := it.Reset(c.Value, hour); err != nil {
+		h.opts.Logger.Warn("unreadable cell", "row", row, "err", err)
+		return cellSpan{}, false
+	}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for it.Next() {
+		t, _ := it.At()
+		first, last = min(first, t), max(last, t)
+	}
+	if first > last {
+		return cellSpan{}, false
+	}
+	return cellSpan{first: first, last: last, qual: append([]byte(nil), c.Qualifier...)}, true
+}
+
+// keepRow records ri among the series' newest few rows and returns it; older
+// rows are read again if ever needed, and a row older than those kept is
+// returned for one use.
+func (h *Head) keepRow(s *memSeries, ri rowInfo) *rowInfo {
 	sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
-	// Keep the newest few hours; older ones are read again if ever needed.
 	s.rows = append(s.rows, ri)
 	sort.Slice(s.rows, func(i, j int) bool { return s.rows[i].hour > s.rows[j].hour })
 	if len(s.rows) > 3 {
 		s.rows = s.rows[:3]
 	}
-	for i := range s.rows {
-		if s.rows[i].hour == hour {
-			return &s.rows[i], nil
-		}
+	if r := s.cachedRow(ri.hour); r != nil {
+		return r
 	}
-	// The new row is older than the three kept: use it once.
-	return &ri, nil
+	return &ri
 }
 
 // mergeCells returns the points of the overlapping cells with pts laid over

@@ -355,3 +355,98 @@ func TestAppendDuringOutage(t *testing.T) {
 		t.Fatalf("stored points at offsets %v, want 0 and 1000 first", ts)
 	}
 }
+
+// countingStore counts the reads of the data table.
+type countingStore struct {
+	store.Store
+	readRows, scans atomic.Int64
+}
+
+func (c *countingStore) ReadRow(ctx context.Context, t store.Table, row []byte) ([]store.Cell, error) {
+	if t == store.TableData {
+		c.readRows.Add(1)
+	}
+	return c.Store.ReadRow(ctx, t, row)
+}
+
+func (c *countingStore) Scan(ctx context.Context, t store.Table, ranges []store.KeyRange, fn func(store.Cell) bool) error {
+	if t == store.TableData {
+		c.scans.Add(1)
+	}
+	return c.Store.Scan(ctx, t, ranges, fn)
+}
+
+// TestFlushReadsRowsAtOnce: the flusher learns what this writer has in the
+// rows of a batch with one Scan, not a ReadRow per row (a round trip each
+// on Bigtable), and still merges a chunk into the cells it wrote before a
+// restart.
+func TestFlushReadsRowsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	st := &countingStore{Store: openPebble(t, dir)}
+	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Head {
+		h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+			Layout: layout, Logger: quietLog, WriterID: 3, WAL: wal.Options{Dir: filepath.Join(dir, "wal")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	ctx := context.Background()
+	h := open()
+	var first []Sample
+	for i := 0; i < 200; i++ {
+		first = append(first, Sample{Labels: MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}}), T: syncT0 + 1000, V: chunk.Int(1)})
+	}
+	if err := h.Append(ctx, first, make([]error, len(first))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil { // seals and writes the 200 chunks
+		t.Fatal(err)
+	}
+	if n := st.readRows.Load(); n != 0 {
+		t.Fatalf("flushing 200 new rows read %d rows one by one", n)
+	}
+	if n := st.scans.Load(); n < 1 {
+		t.Fatal("flushing 200 new rows scanned nothing")
+	}
+
+	// A new process writes the same rows again, overlapping: the chunks
+	// merge with the cells of the first run.
+	h = open()
+	defer h.Close()
+	var second []Sample
+	for i := 0; i < 200; i++ {
+		l := MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}})
+		second = append(second, Sample{Labels: l, T: syncT0 + 500, V: chunk.Int(2)}, Sample{Labels: l, T: syncT0 + 1000, V: chunk.Int(3)})
+	}
+	if err := h.Append(ctx, second, make([]error, len(second))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.readRows.Load(); n > 200 {
+		t.Fatalf("flushing 200 overlapping rows read rows %d times one by one; want only the merges", n)
+	}
+	for i := 0; i < 200; i += 37 {
+		tsuid, err := h.resolve(ctx, MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells, err := st.ReadRow(ctx, store.TableData, layout.AppendRowKey(nil, tsuid, rowkey.HourOf(syncT0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) != 1 {
+			t.Fatalf("host %d: %d cells, want the two runs merged into one", i, len(cells))
+		}
+		pts, err := chunk.Decode(nil, cells[0].Value, rowkey.HourOf(syncT0))
+		if err != nil || len(pts) != 2 || pts[0].V != chunk.Int(2) || pts[1].V != chunk.Int(3) {
+			t.Fatalf("host %d: points %v, %v; want 500=2 and 1000=3 (the later write wins)", i, pts, err)
+		}
+	}
+}
