@@ -96,9 +96,22 @@ func TestBigtableTwoNodes(t *testing.T) {
 		}
 		return pts
 	}
+	// Points of the current hour: only a node's SIGTERM writes them to
+	// Bigtable (the sweeper seals an hour 10 minutes after it ends).
+	now := time.Now().UnixMilli()
+	current := func(node int) []point {
+		var pts []point
+		for i := int64(0); i < 10; i++ {
+			for _, h := range []int{node - 1, node} {
+				pts = append(pts, point{metric: "bt.now", tags: map[string]string{"host": fmt.Sprintf("h%d", h)},
+					ts: now - 60_000 + i*2000 + int64(node-1)*1000, value: int64(node*100) + i})
+			}
+		}
+		return pts
+	}
 	writes := map[*server][][]point{
-		a: {race(1), gen(1, []int{0, 1, 2, 3}, "bt.shared"), gen(1, []int{0, 1}, "bt.only.a")},
-		b: {race(2), gen(2, []int{2, 3, 4, 5}, "bt.shared"), gen(2, []int{0, 1}, "bt.only.b")},
+		a: {race(1), gen(1, []int{0, 1, 2, 3}, "bt.shared"), gen(1, []int{0, 1}, "bt.only.a"), current(1)},
+		b: {race(2), gen(2, []int{2, 3, 4, 5}, "bt.shared"), gen(2, []int{0, 1}, "bt.only.b"), current(2)},
 	}
 	var wg sync.WaitGroup
 	startLine := make(chan struct{})
@@ -131,6 +144,7 @@ func TestBigtableTwoNodes(t *testing.T) {
 		return
 	}
 	metrics := []string{"bt.race", "bt.shared", "bt.only.a", "bt.only.b"}
+	nowMetric := []string{"bt.now"}
 
 	// UIDs agree: one UID per name, in both directions, in the store.
 	checkUIDs(t, "e2e")
@@ -142,6 +156,7 @@ func TestBigtableTwoNodes(t *testing.T) {
 	a.stop()
 	a.restart()
 	waitAllPoints(t, b, "B after A flushed", metrics, base, end, want)
+	waitAllPoints(t, b, "B after A flushed, the current hour", nowMetric, now-120_000, now+60_000, want)
 
 	// B flushes; A (up since before that) reads everything too, and so
 	// does B after its restart.
@@ -149,6 +164,7 @@ func TestBigtableTwoNodes(t *testing.T) {
 	b.restart()
 	waitAllPoints(t, a, "A after B flushed", metrics, base, end, want)
 	waitAllPoints(t, b, "B after its restart", metrics, base, end, want)
+	waitAllPoints(t, a, "A after B flushed, the current hour", nowMetric, now-120_000, now+60_000, want)
 
 	// Both nodes name every series by the same TSUID.
 	for _, m := range metrics {
@@ -301,8 +317,8 @@ func checkUIDs(t *testing.T, prefix string) {
 	if len(reverse) != len(forward) {
 		t.Errorf("%d reverse entries for %d names: a UID has two names or a lost race left one behind", len(reverse), len(forward))
 	}
-	// 4 metrics, 3 tag keys; tag values: h0-h5, dc0, dc1, r000-r099.
-	if want := 4 + 3 + 6 + 2 + 100; names != want {
+	// 5 metrics, 3 tag keys; tag values: h0-h5, dc0, dc1, r000-r099.
+	if want := 5 + 3 + 6 + 2 + 100; names != want {
 		t.Errorf("%d names have UIDs, want %d", names, want)
 	}
 }

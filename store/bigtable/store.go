@@ -125,11 +125,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	client, err := bt.NewClientWithConfig(ctx, opts.Project, opts.Instance, bt.ClientConfig{AppProfile: opts.AppProfile}, opts.ClientOptions...)
+	// The clients' background work (the connection pool's redials, among
+	// others) lives as long as the context they are made with: not the
+	// caller's, which ends at shutdown, while the head still writes to the
+	// store, but one that only Close ends.
+	cctx := context.WithoutCancel(ctx)
+	client, err := bt.NewClientWithConfig(cctx, opts.Project, opts.Instance, bt.ClientConfig{AppProfile: opts.AppProfile}, opts.ClientOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("store/bigtable: connecting to %s/%s: %w", opts.Project, opts.Instance, err)
 	}
-	admin, err := bt.NewAdminClient(ctx, opts.Project, opts.Instance, opts.ClientOptions...)
+	admin, err := bt.NewAdminClient(cctx, opts.Project, opts.Instance, opts.ClientOptions...)
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("store/bigtable: connecting to the admin API of %s/%s: %w", opts.Project, opts.Instance, err)
