@@ -27,7 +27,12 @@ import (
 //
 //	row       'x' | writer id [2, BE] | seq [8, BE]
 //	qualifier TSUID | day [4, BE]     (one cell per series and day announced)
-//	value     Labels of the series
+//	value     Labels of the series if it is new; empty for a new day of a
+//	          series the index already held (most announcements: every
+//	          active series gets a new day at midnight UTC)
+//
+// A reader that meets a new day of a series it does not know reads the
+// series' labels from its index row.
 //
 // seq increases with every feed row a writer writes: it is the wall clock
 // in microseconds, or the previous seq + 1 if that is larger, and at start
@@ -162,7 +167,7 @@ func (h *Head) syncLoop() {
 }
 
 // publish writes the feed rows announcing idx: one cell per series day,
-// with the series' labels.
+// with the series' labels if idx creates the series.
 func (s *indexSync) publish(ctx context.Context, idx []store.Mutation) error {
 	labels := map[string]Labels{}
 	for _, m := range idx {
@@ -175,17 +180,9 @@ func (s *indexSync) publish(ctx context.Context, idx []store.Mutation) error {
 		if len(m.Qualifier) != 5 || m.Qualifier[0] != 'd' || m.Delete {
 			continue
 		}
-		l, ok := labels[string(m.Row)]
-		if !ok {
-			e := s.ix.Lookup(m.Row)
-			if e == nil {
-				panic(fmt.Sprintf("series: index sync: a day of series %x that the index does not hold", m.Row))
-			}
-			l = e.Labels
-		}
 		q := make([]byte, 0, len(m.Row)+4)
 		q = append(append(q, m.Row...), m.Qualifier[1:]...)
-		cells = append(cells, store.Mutation{Qualifier: q, Value: []byte(l)})
+		cells = append(cells, store.Mutation{Qualifier: q, Value: []byte(labels[string(m.Row)])})
 	}
 	if len(cells) == 0 {
 		return nil
@@ -263,6 +260,7 @@ func (s *indexSync) ranges() []store.KeyRange {
 // tail reads the feed rows after the cursors and applies them.
 func (s *indexSync) tail(ctx context.Context) error {
 	seen := map[uint16]uint64{}
+	unknown := map[string][]uint32{} // new days of series not held: TSUID → days
 	var series, days int
 	err := s.st.Scan(ctx, store.TableMeta, s.ranges(), func(c store.Cell) bool {
 		if len(c.Row) != feedRowLen || c.Row[0] != feedPrefix {
@@ -273,11 +271,25 @@ func (s *indexSync) tail(ctx context.Context) error {
 		if w == s.writer {
 			return true // our own rows: read only at start, for their seq
 		}
-		ns, nd := s.apply(c.Qualifier, c.Value)
+		ns, nd, held := s.apply(c.Qualifier, c.Value)
 		series += ns
 		days += nd
+		if !held {
+			tsuid := c.Qualifier[:len(c.Qualifier)-4]
+			unknown[string(tsuid)] = append(unknown[string(tsuid)], binary.BigEndian.Uint32(c.Qualifier[len(c.Qualifier)-4:]))
+		}
 		return true
 	})
+	if err == nil {
+		for tsuid, ds := range unknown {
+			var ns, nd int
+			if ns, nd, err = s.fromIndexRow(ctx, []byte(tsuid), ds); err != nil {
+				break
+			}
+			series += ns
+			days += nd
+		}
+	}
 	s.learnedSeries.Add(float64(series))
 	s.learnedDays.Add(float64(days))
 	if err != nil {
@@ -296,18 +308,48 @@ func (s *indexSync) tail(ctx context.Context) error {
 	return nil
 }
 
-// apply merges one feed cell into the index and reports what was new.
-func (s *indexSync) apply(qualifier, value []byte) (newSeries, newDays int) {
+// apply merges one feed cell into the index and reports what was new. held
+// is false for a cell without labels of a series the index does not hold.
+func (s *indexSync) apply(qualifier, value []byte) (newSeries, newDays int, held bool) {
 	if len(qualifier) < 4 {
-		return 0, 0
+		return 0, 0, true
 	}
 	tsuid := qualifier[:len(qualifier)-4]
 	day := binary.BigEndian.Uint32(qualifier[len(qualifier)-4:])
-	l := Labels(value)
-	if s.check(tsuid) != nil || !l.Valid() {
-		return 0, 0
+	if s.check(tsuid) != nil {
+		return 0, 0, true // not ours to understand: skip it
 	}
-	return s.ix.merge(l, tsuid, s.salt, day)
+	if len(value) == 0 {
+		held, newDays = s.ix.addHeldDay(tsuid, day)
+		return 0, newDays, held
+	}
+	l := Labels(value)
+	if !l.Valid() {
+		return 0, 0, true
+	}
+	newSeries, newDays = s.ix.merge(l, tsuid, s.salt, day)
+	return newSeries, newDays, true
+}
+
+// fromIndexRow merges days of a series this node does not hold, reading its
+// labels from its index row (a series without one is skipped: its writer
+// will write it, and announce it, when it comes back).
+func (s *indexSync) fromIndexRow(ctx context.Context, tsuid []byte, days []uint32) (newSeries, newDays int, err error) {
+	cells, err := s.st.ReadRow(ctx, store.TableIndex, tsuid)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, c := range cells {
+		if string(c.Qualifier) != string(qualLabels) || !Labels(c.Value).Valid() {
+			continue
+		}
+		for _, d := range days {
+			ns, nd := s.ix.merge(Labels(c.Value), tsuid, s.salt, d)
+			newSeries += ns
+			newDays += nd
+		}
+	}
+	return newSeries, newDays, nil
 }
 
 // rescan reads the whole index table and merges it into the index.
@@ -346,6 +388,21 @@ func (s *indexSync) rescan(ctx context.Context) error {
 		return fmt.Errorf("series: reading the index again: %w", err)
 	}
 	return nil
+}
+
+// addHeldDay records a day of a series learned from another node, if the
+// index holds the series; it persists nothing (that node did).
+func (ix *Index) addHeldDay(tsuid []byte, day uint32) (held bool, newDays int) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	e := ix.byTSUID[string(tsuid)]
+	if e == nil {
+		return false, 0
+	}
+	if e.addDay(day) {
+		newDays = 1
+	}
+	return true, newDays
 }
 
 // merge records a series (if new) and a day of it learned from another

@@ -2,6 +2,7 @@ package series
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -154,6 +155,55 @@ func TestIndexSyncBetweenNodes(t *testing.T) {
 	if got := counterValue(a.head.sync.learnedSeries); got != learned+1 {
 		t.Fatalf("A learned %v series from C's change, want 1", got-learned)
 	}
+
+	// A new day of a series C already held is announced without labels.
+	day3 := day2 + dayMs
+	c.append(h1, day3)
+	c.flush()
+	var values []string
+	if err := st.Scan(context.Background(), store.TableMeta, []store.KeyRange{store.PrefixRange(feedWriterPrefix(3))}, func(cl store.Cell) bool {
+		if binary.BigEndian.Uint32(cl.Qualifier[len(cl.Qualifier)-4:]) == dayOf(day3) {
+			values = append(values, string(cl.Value))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(values) != 1 || values[0] != "" {
+		t.Fatalf("C announced day 3 of a series it held as %q, want one cell without labels", values)
+	}
+	a.step()
+	expectSeries(t, "A, day 3", a.sees("m", day3), "m{host=a}")
+}
+
+// TestIndexSyncDayOfUnknownSeries: an announcement without labels of a
+// series this node does not hold takes the labels from the index row.
+func TestIndexSyncDayOfUnknownSeries(t *testing.T) {
+	dir := t.TempDir()
+	st := openPebble(t, dir)
+	a := openSyncNode(t, st, 1, dir)
+	ctx := context.Background()
+	l := MakeLabels("quiet", []Tag{{"k", "v"}})
+	tsuid, err := a.head.resolve(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another node's index row, whose announcement A never read, and a new
+	// day of it announced later.
+	day := dayOf(syncT0)
+	if err := st.Write(ctx, store.TableIndex, []store.Mutation{
+		{Row: tsuid, Qualifier: qualLabels, Value: []byte(l)},
+		{Row: tsuid, Qualifier: dayQualifier(day)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	q := binary.BigEndian.AppendUint32(append([]byte(nil), tsuid...), day+1)
+	if err := st.Write(ctx, store.TableMeta, []store.Mutation{{Row: feedRow(7, 1), Qualifier: q}}); err != nil {
+		t.Fatal(err)
+	}
+	expectSeries(t, "A before the step", a.sees("quiet", syncT0+dayMs))
+	a.step()
+	expectSeries(t, "A, the announced day", a.sees("quiet", syncT0+dayMs), "quiet{k=v}")
 }
 
 // TestIndexSyncFeedBeforeIndex announces a series whose index row is never
