@@ -151,17 +151,27 @@ func (h *Head) syncLoop() {
 	defer h.done.Done()
 	t := time.NewTicker(h.sync.opts.Interval)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), 5*h.sync.opts.Interval+time.Minute)
-			if err := h.sync.step(ctx); err != nil {
-				h.sync.errors.Inc()
-				h.opts.Logger.Warn("reading the index feeds of other nodes failed; retrying", "err", err)
-			}
+			err := h.sync.step(ctx)
 			cancel()
+			switch {
+			case err != nil && !failing:
+				h.opts.Logger.Warn("reading the index feeds of other nodes failed; retrying every interval", "err", err)
+			case err != nil:
+				h.opts.Logger.Debug("reading the index feeds of other nodes failed again", "err", err)
+			case failing:
+				h.opts.Logger.Info("reading the index feeds of other nodes works again")
+			}
+			if err != nil {
+				h.sync.errors.Inc()
+			}
+			failing = err != nil
 		}
 	}
 }
