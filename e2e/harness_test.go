@@ -55,7 +55,8 @@ type server struct {
 	addr    string
 	url     string
 	logs    *lockedBuffer
-	exited  chan error
+	exited  chan struct{} // closed once the process has been waited for
+	waitErr error         // its exit status, valid once exited is closed
 }
 
 type lockedBuffer struct {
@@ -97,7 +98,7 @@ func (s *server) launch() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	s.exited = make(chan error, 1)
+	s.exited = make(chan struct{})
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -113,7 +114,10 @@ func (s *server) launch() {
 			close(addrc)
 		}
 	}()
-	go func() { s.exited <- s.cmd.Wait() }()
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		s.waitErr = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
 	select {
 	case a, ok := <-addrc:
 		if !ok {
@@ -132,7 +136,7 @@ func (s *server) kill() {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	<-s.exited // closed whether or not stop saw the exit first
 	s.cmd = nil
 }
 
@@ -144,8 +148,9 @@ func (s *server) stop() {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-s.exited:
-		if err != nil {
+	case <-s.exited:
+		if err := s.waitErr; err != nil {
+			s.cmd = nil
 			s.t.Fatalf("hourglass exited with %v after SIGTERM:\n%s", err, s.logs.String())
 		}
 	case <-time.After(60 * time.Second):

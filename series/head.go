@@ -37,6 +37,9 @@ type Options struct {
 	WALMaxBytes int64
 	// SweepInterval is how often idle chunks are sealed and the WAL truncated. Default 1 s.
 	SweepInterval time.Duration
+	// CloseTimeout bounds how long Close waits for the store to take the
+	// head; past it the WAL keeps what is left. Default 1 minute.
+	CloseTimeout time.Duration
 	// IndexSync makes nodes that share one store learn each other's series
 	// (index_sync.go). Off by default: a node alone needs none of it.
 	IndexSync  IndexSyncOptions
@@ -60,6 +63,9 @@ func (o *Options) fill() {
 	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -605,13 +611,21 @@ func appendRange(dst, pts []chunk.Point, start, end int64) []chunk.Point {
 // the store and the index is persisted.
 func (h *Head) Flush(ctx context.Context) error {
 	h.sealWhere(func(*openChunk) bool { return true })
+	// The flusher retries failed writes on its own; wait for it until ctx
+	// is done, waking when it is.
+	stop := context.AfterFunc(ctx, func() {
+		h.flushMu.Lock()
+		h.flushCond.Broadcast()
+		h.flushMu.Unlock()
+	})
+	defer stop()
 	h.flushMu.Lock()
 	defer h.flushMu.Unlock()
 	for len(h.flushQ) > 0 || h.flushBusy > 0 || len(h.idxQ) > 0 {
-		if h.flushErr != nil {
-			return h.flushErr
-		}
 		if err := ctx.Err(); err != nil {
+			if h.flushErr != nil {
+				return fmt.Errorf("series: flushing the head: %w (the last write to the store failed: %v)", err, h.flushErr)
+			}
 			return err
 		}
 		h.flushCond.Wait()
@@ -649,7 +663,10 @@ func (h *Head) Close() error {
 		return nil
 	}
 	close(h.stop)
-	ctx := context.Background()
+	// Writes that keep failing (a store outage) do not hold the close for
+	// ever: what is not in the store stays in the WAL for the next start.
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.CloseTimeout)
+	defer cancel()
 	err := h.Flush(ctx)
 	h.stopFlusher()
 	h.done.Wait()

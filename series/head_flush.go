@@ -68,11 +68,11 @@ func (h *Head) flusher() {
 			if stop {
 				return
 			}
-			select {
-			case <-time.After(backoff):
-			case <-h.stop:
-				// Closing: keep retrying a little faster, Flush waits for us.
+			wait := backoff
+			if h.closed.Load() {
+				wait = min(wait, 250*time.Millisecond) // Close is waiting for us
 			}
+			time.Sleep(wait)
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}

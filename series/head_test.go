@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
+	"hourglass/store"
 	"hourglass/store/pebble"
 	"hourglass/uid"
 )
@@ -278,4 +280,56 @@ func TestWALStaysBounded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// flakyStore fails data writes while down is set, as a store outage would.
+type flakyStore struct {
+	*pebble.Store
+	down atomic.Bool
+}
+
+func (f *flakyStore) Write(ctx context.Context, t store.Table, muts []store.Mutation) error {
+	if f.down.Load() && t == store.TableData {
+		return fmt.Errorf("%w: injected outage", store.ErrUnavailable)
+	}
+	return f.Store.Write(ctx, t, muts)
+}
+
+// TestCloseWaitsForTheStoreToComeBack: a write that failed is retried, and
+// Close waits for the retry instead of failing on the first error.
+func TestCloseWaitsForTheStoreToComeBack(t *testing.T) {
+	dir := t.TempDir()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakyStore{Store: st}
+	layout := rowkey.DefaultLayout()
+	h, err := series.Open(context.Background(), fs, uid.New(fs, layout, uid.Options{}), series.Options{
+		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, want := samplesFor(5, 20, 1000)
+	errs := make([]error, len(ss))
+	if err := h.Append(context.Background(), ss, errs); err != nil {
+		t.Fatal(err)
+	}
+	fs.down.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if err := h.Flush(ctx); err == nil {
+		t.Fatal("Flush succeeded while the store was down")
+	}
+	cancel()
+	go func() { time.Sleep(200 * time.Millisecond); fs.down.Store(false) }()
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close after the store came back: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := openEnv(t, dir, nil)
+	defer e.close()
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
 }
