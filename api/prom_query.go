@@ -377,42 +377,10 @@ func (p *promAPI) respondStrings(w http.ResponseWriter, vals []string, limit int
 
 // handleLabels is /api/v1/labels.
 func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
-	limit, start, end, ok := p.rangeParams(w, r)
-	if !ok {
-		return
-	}
-	sets, err := p.matcherSets(r)
-	if err != nil {
-		p.respondError(w, prom.ErrorBadData, err.Error())
-		return
-	}
-	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
-	if err != nil {
-		p.respondError(w, promExecError(err), err.Error())
-		return
-	}
-	defer q.Close()
-	hints := &storage.LabelHints{Limit: promHintLimit(limit)}
-	if len(sets) == 0 {
-		sets = [][]*labels.Matcher{nil}
-	}
-	set := map[string]struct{}{}
-	for _, ms := range sets {
-		names, _, err := q.LabelNames(r.Context(), hints, ms...)
-		if err != nil {
-			p.respondError(w, promExecError(err), err.Error())
-			return
-		}
-		for _, n := range names {
-			set[n] = struct{}{}
-		}
-	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	p.respondStrings(w, names, limit, nil)
+	p.respondLabelStrings(w, r, func(ctx context.Context, q storage.Querier, hints *storage.LabelHints, ms []*labels.Matcher) ([]string, error) {
+		names, _, err := q.LabelNames(ctx, hints, ms...)
+		return names, err
+	})
 }
 
 // handleLabelValues is /api/v1/label/<name>/values.
@@ -425,6 +393,16 @@ func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 		p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid label name: %q", name))
 		return
 	}
+	p.respondLabelStrings(w, r, func(ctx context.Context, q storage.Querier, hints *storage.LabelHints, ms []*labels.Matcher) ([]string, error) {
+		vals, _, err := q.LabelValues(ctx, name, hints, ms...)
+		return vals, err
+	})
+}
+
+// respondLabelStrings answers the label endpoints: the union, sorted, of
+// what list gives for each match[] selector (or for none) in the range.
+func (p *promAPI) respondLabelStrings(w http.ResponseWriter, r *http.Request,
+	list func(context.Context, storage.Querier, *storage.LabelHints, []*labels.Matcher) ([]string, error)) {
 	limit, start, end, ok := p.rangeParams(w, r)
 	if !ok {
 		return
@@ -446,21 +424,21 @@ func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	}
 	set := map[string]struct{}{}
 	for _, ms := range sets {
-		vals, _, err := q.LabelValues(r.Context(), name, hints, ms...)
+		got, err := list(r.Context(), q, hints, ms)
 		if err != nil {
 			p.respondError(w, promExecError(err), err.Error())
 			return
 		}
-		for _, v := range vals {
+		for _, v := range got {
 			set[v] = struct{}{}
 		}
 	}
-	vals := make([]string, 0, len(set))
+	out := make([]string, 0, len(set))
 	for v := range set {
-		vals = append(vals, v)
+		out = append(out, v)
 	}
-	slices.Sort(vals)
-	p.respondStrings(w, vals, limit, nil)
+	slices.Sort(out)
+	p.respondStrings(w, out, limit, nil)
 }
 
 // handleSeries is /api/v1/series: the label sets the match[] selectors
