@@ -223,6 +223,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*
 
 func (h *Head) replay(ctx context.Context) error {
 	refs := map[uint64]*memSeries{}
+	replayNow := h.opts.Now().UnixMilli()
 	seg := -1
 	var pts int
 	start := time.Now()
@@ -243,7 +244,7 @@ func (h *Head) replay(ctx context.Context) error {
 				return nil
 			}
 			pts++
-			h.appendToSeries(s, smp.t, smp.v, seg) // nothing is forgotten during replay
+			h.appendToSeries(s, smp.t, smp.v, seg, replayNow) // nothing is forgotten during replay
 			return nil
 		},
 	}
@@ -409,8 +410,9 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 		}
 		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
 	}
+	now := h.opts.Now().UnixMilli()
 	for i, s := range series {
-		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg) {
+		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg, now) {
 			// The series was forgotten between the lookup and now: the
 			// point goes to its new incarnation.
 			var err error
@@ -448,11 +450,11 @@ func (h *Head) Fatal() error {
 }
 
 // appendToSeries adds one point to the series' open chunk of its hour,
-// sealing what is full or past its hour. It returns false, doing nothing,
-// if the series has been forgotten.
-func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int) bool {
+// sealing what is full or past its hour. now is the wall clock (unix ms),
+// read once per batch. It returns false, doing nothing, if the series has
+// been forgotten.
+func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now int64) bool {
 	hour := rowkey.HourOf(t)
-	now := h.opts.Now().UnixMilli()
 	var idx []store.Mutation
 	s.mu.Lock()
 	if s.gone {
