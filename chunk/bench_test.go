@@ -19,6 +19,7 @@ var benchData = []struct {
 	{"counter", genCounter()},
 	{"constant", genConstant()},
 	{"gauge-jitter", genGaugeJitter()},
+	{"gauge-mixed", genGaugeMixed()},
 }
 
 // genGaugeJitter: the gauge's random walk sampled every 15 s for one hour
@@ -29,6 +30,26 @@ func genGaugeJitter() []Point {
 	m := int64(5000)
 	for i := range pts {
 		pts[i] = Point{T: testBase + int64(i)*15000 + int64(r.intn(25)), V: Float(float64(m) / 100)}
+		m += int64(r.intn(41)) - 20
+	}
+	return pts
+}
+
+// genGaugeMixed: a two-decimal gauge as OpenTSDB's /api/put and telnet
+// deliver it, one hour at 10 s (360 points): the random walk of genGauge
+// (its own seed), where a value that is whole prints as "42" and so
+// arrives as the int 42. A walk in hundredths is whole about 1% of the
+// time: here 5 of the 360 points are ints.
+func genGaugeMixed() []Point {
+	r := rng(0x9b05688c)
+	pts := make([]Point, 360)
+	m := int64(5000)
+	for i := range pts {
+		v := Float(float64(m) / 100)
+		if m%100 == 0 {
+			v = Int(m / 100)
+		}
+		pts[i] = Point{T: testBase + int64(i)*10000, V: v}
 		m += int64(r.intn(41)) - 20
 	}
 	return pts
