@@ -35,7 +35,7 @@ func (s *Server) putPool() *sync.Pool {
 		s.puts.New = func() any {
 			return &putState{
 				dec:   opentsdb.PutDecoder{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}},
-				batch: s.writer.NewBatch(),
+				batch: s.writer.NewCachedBatch(),
 			}
 		}
 	})

@@ -29,7 +29,7 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
 	lim := s.writer.Limits()
 	parser := opentsdb.LineParser{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}}
-	batch := s.writer.NewBatch()
+	batch := s.writer.NewCachedBatch()
 	bw := bufio.NewWriter(c)
 	var dp opentsdb.DataPoint
 	var tags []series.Tag
@@ -72,7 +72,7 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 			}
 			return
 		}
-		cmd, _ := opentsdb.SplitCommand(line)
+		cmd := opentsdb.Command(line)
 		switch cmd {
 		case "":
 			// A blank line: nothing to do.

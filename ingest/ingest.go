@@ -5,6 +5,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -58,16 +59,77 @@ type Batch struct {
 	pos     []int // index of each sample in the caller's numbering
 	errs    []error
 	late    []error // errors found by Commit
-	tags    []series.Tag
+	commit  []error // Commit's scratch, one per sample
 	buf     []byte
+	key     []byte
+	cache   *labelCache // nil: every point is checked and encoded
 	n       int
 }
 
-// NewBatch returns an empty batch.
+// NewBatch returns an empty batch. Every point it is given is checked and
+// its Labels encoded: right for a batch used once.
 func (w *Writer) NewBatch() *Batch { return &Batch{w: w} }
 
-// Reset empties the batch for reuse.
+// NewCachedBatch returns an empty batch that remembers, across Reset, the
+// Labels of the series it has accepted (a bounded number), so a series it
+// has seen before costs neither a check nor an allocation. It suits a batch
+// that is reused for a stream of points over the same series: a telnet
+// connection, a pooled /api/put state.
+func (w *Writer) NewCachedBatch() *Batch { return &Batch{w: w, cache: new(labelCache)} }
+
+// labelCache maps the encoding of a metric and its tags in the order a
+// client sent them (Labels' encoding without the sort) to the series' Labels.
+// It holds only series that passed the checks. Past its bounds it starts
+// afresh, so a stream of series never seen again cannot grow it without end.
+type labelCache struct {
+	m     map[string]series.Labels
+	bytes int
+}
+
+const (
+	labelCacheMaxEntries = 1 << 15
+	labelCacheMaxBytes   = 4 << 20
+	labelCacheOverhead   = 64 // bytes counted per entry for the map itself
+)
+
+func (c *labelCache) get(key []byte) (series.Labels, bool) {
+	l, ok := c.m[string(key)]
+	return l, ok
+}
+
+// put remembers l for key. When the two are the same bytes (the tags came
+// sorted) the entry holds one string.
+func (c *labelCache) put(key []byte, l series.Labels) {
+	size := len(l) + labelCacheOverhead
+	k := string(l)
+	if string(key) != k {
+		k = string(key)
+		size += len(k)
+	}
+	if c.m == nil || len(c.m) >= labelCacheMaxEntries || c.bytes+size > labelCacheMaxBytes {
+		c.m, c.bytes = make(map[string]series.Labels, 256), 0
+	}
+	c.m[k] = l
+	c.bytes += size
+}
+
+// appendKey appends the cache key of metric and tags: the Labels encoding
+// of the tags as given, unsorted. The lengths make it unambiguous.
+func appendKey(dst []byte, metric string, tags []series.Tag) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(metric)))
+	dst = append(dst, metric...)
+	for _, t := range tags {
+		dst = binary.AppendUvarint(dst, uint64(len(t.Key)))
+		dst = append(dst, t.Key...)
+		dst = binary.AppendUvarint(dst, uint64(len(t.Value)))
+		dst = append(dst, t.Value...)
+	}
+	return dst
+}
+
+// Reset empties the batch for reuse. A cached batch keeps its cache.
 func (b *Batch) Reset() {
+	clear(b.samples) // drop the references to Labels the cache may have let go
 	b.samples, b.pos, b.errs, b.late, b.n = b.samples[:0], b.pos[:0], b.errs[:0], b.late[:0], 0
 }
 
@@ -75,7 +137,8 @@ func (b *Batch) Reset() {
 func (b *Batch) Len() int { return b.n }
 
 // Add checks a point against the shared limits and queues it. It returns the
-// point's error, if it is rejected now; the point keeps its number in Errors either way.
+// point's error, if it is rejected now; the point keeps its number in Errors
+// either way. tags may be sorted in place.
 func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) error {
 	i := b.n
 	b.n++
@@ -84,6 +147,16 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 		err := fmt.Errorf("%w: timestamp %d ms is outside the range a row key holds (0 to %d ms, the year 2106)", ErrInvalid, t, MaxTimestamp)
 		b.errs[i] = err
 		return err
+	}
+	var l series.Labels
+	if b.cache != nil {
+		b.key = appendKey(b.key[:0], metric, tags)
+		var ok bool
+		if l, ok = b.cache.get(b.key); ok {
+			b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
+			b.pos = append(b.pos, i)
+			return nil
+		}
 	}
 	if err := b.w.check(metric, tags); err != nil {
 		b.errs[i] = err
@@ -97,7 +170,11 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 			return err
 		}
 	}
-	b.samples = append(b.samples, series.Sample{Labels: series.Labels(b.buf), T: t, V: v})
+	l = series.Labels(b.buf)
+	if b.cache != nil {
+		b.cache.put(b.key, l)
+	}
+	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
 	b.pos = append(b.pos, i)
 	return nil
 }
@@ -148,8 +225,11 @@ func (b *Batch) Commit(ctx context.Context) error {
 	if len(b.samples) == 0 {
 		return nil
 	}
-	errs := make([]error, len(b.samples))
-	if err := b.w.head.Append(ctx, b.samples, errs); err != nil {
+	b.commit = append(b.commit[:0], make([]error, len(b.samples))...)
+	errs := b.commit
+	err := b.w.head.Append(ctx, b.samples, errs)
+	defer clear(errs)
+	if err != nil {
 		return err
 	}
 	for j, err := range errs {

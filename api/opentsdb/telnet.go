@@ -61,6 +61,14 @@ func SplitCommand(line []byte) (cmd string, args [][]byte) {
 	}
 }
 
+// Command returns the command of a telnet line, as SplitCommand does,
+// without splitting its arguments: it allocates nothing for the Cmd*
+// commands, so a handler can dispatch each line for free.
+func Command(line []byte) string {
+	w, _ := nextWord(trimEOL(line), 0)
+	return commandName(w)
+}
+
 // commandName returns w as a string, without allocating for known commands.
 func commandName(w []byte) string {
 	switch string(w) {
