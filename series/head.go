@@ -94,10 +94,16 @@ type Head struct {
 	inflightMu sync.Mutex
 	inflight   map[int]int
 
+	// applyMu orders deletes against appends: an append holds it shared
+	// from its WAL write until its points are in memory, a delete
+	// exclusively (delete.go), so memory changes in the WAL's order.
+	applyMu sync.RWMutex
+
 	flushMu   sync.Mutex
 	flushCond *sync.Cond
 	flushQ    []*sealedChunk
-	flushBusy int // chunks taken by the flusher but not yet written
+	flushBusy int          // chunks taken by the flusher but not yet written
+	deletes   []*deleteJob // queued or running; their tombstones hold the WAL
 	idxQ      []store.Mutation
 	flushErr  error
 
@@ -146,8 +152,10 @@ type openChunk struct {
 type sealedChunk struct {
 	s      *memSeries
 	hour   int64
-	pts    []chunk.Point // sorted, distinct timestamps
+	pts    []chunk.Point // sorted, distinct timestamps; replaced, never changed, under s.mu
 	minSeg int
+
+	del *deleteJob // set instead of the rest: a delete in the flusher's queue
 }
 
 // rowInfo is what the flusher knows of the cells this writer has in one row.
@@ -226,6 +234,7 @@ func (h *Head) replay(ctx context.Context) error {
 	replayNow := h.opts.Now().UnixMilli()
 	seg := -1
 	var pts int
+	var jobs []*deleteJob
 	start := time.Now()
 	dec := recordDecoder{
 		onSeries: func(ref uint64, l Labels) error {
@@ -247,6 +256,10 @@ func (h *Head) replay(ctx context.Context) error {
 			h.appendToSeries(s, smp.t, smp.v, seg, replayNow) // nothing is forgotten during replay
 			return nil
 		},
+		onDelete: func(start, end int64, ls []Labels) error {
+			jobs = append(jobs, h.applyDelete(ls, start, end, seg))
+			return nil
+		},
 	}
 	stats, err := wal.Replay(h.opts.WAL, func(segment int, rec []byte) error {
 		if segment != seg {
@@ -265,6 +278,16 @@ func (h *Head) replay(ctx context.Context) error {
 		return fmt.Errorf("series: replaying the wal: %w", err)
 	}
 	h.m.walCorruptions.Add(float64(stats.Corruptions))
+	// Until a replayed delete has rewritten the store, the store may hold
+	// what it deleted (written again by the replay, or never removed):
+	// serve nothing before.
+	for _, j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return fmt.Errorf("series: replaying the wal: waiting for a delete to reach the store: %w", ctx.Err())
+		}
+	}
 	h.opts.Logger.Info("wal replayed", "points", pts, "records", stats.Records, "corruptions", stats.Corruptions,
 		"truncated_bytes", stats.TruncatedBytes, "took", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -373,6 +396,7 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 		return nil
 	}
 	var seg int
+	h.applyMu.RLock()
 	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
 		seg = segment
 		h.inflightMu.Lock()
@@ -396,6 +420,7 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 		return buf
 	})
 	if err != nil {
+		h.applyMu.RUnlock()
 		// A write that the log could cut off again leaves it usable: the
 		// batch is refused and clients retry. A dead log stops writes.
 		h.inflightMu.Lock()
@@ -421,6 +446,7 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 			}
 		}
 	}
+	h.applyMu.RUnlock()
 	h.inflightMu.Lock()
 	if h.inflight[seg]--; h.inflight[seg] == 0 {
 		delete(h.inflight, seg)

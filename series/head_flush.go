@@ -27,6 +27,13 @@ func (h *Head) flusher() {
 			h.flushCond.Wait()
 		}
 		n := min(len(h.flushQ), flushBatch)
+		// A delete runs alone, after the chunks queued before it.
+		for i, c := range h.flushQ[:n] {
+			if c != nil && c.del != nil {
+				n = max(i, 1)
+				break
+			}
+		}
 		batch := append([]*sealedChunk(nil), h.flushQ[:n]...)
 		h.flushQ = h.flushQ[n:]
 		idx := h.idxQ
@@ -45,7 +52,13 @@ func (h *Head) flusher() {
 		if len(idx) > 0 {
 			err = h.writeIndex(ctx, idx) // hook: announces them to other nodes first
 		}
-		if err == nil && len(batch) > 0 {
+		var job *deleteJob
+		if len(batch) == 1 && batch[0].del != nil {
+			job = batch[0].del
+			if err == nil {
+				err = h.runDelete(ctx, job)
+			}
+		} else if err == nil && len(batch) > 0 {
 			buf, err = h.writeChunks(ctx, batch, buf)
 		}
 		h.storeFailing.Store(err != nil) // hook: Append refuses writes when this lasts
@@ -77,7 +90,17 @@ func (h *Head) flusher() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		if len(batch) > 0 {
+		if job != nil {
+			h.flushMu.Lock()
+			for i, d := range h.deletes {
+				if d == job {
+					h.deletes = append(h.deletes[:i], h.deletes[i+1:]...)
+					break
+				}
+			}
+			h.flushMu.Unlock()
+			close(job.done)
+		} else if len(batch) > 0 {
 			for _, c := range batch {
 				s := c.s
 				s.mu.Lock()
@@ -109,15 +132,15 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 	var muts []store.Mutation
 	layout := h.opts.Layout
 	var merged []chunk.Point
-	for _, c := range batch {
+	for _, w := range rowWork(batch) {
+		c, pts := w.c, w.pts
 		s := c.s
 		row := layout.AppendRowKey(nil, s.tsuid, c.hour)
 		ri, err := h.rowInfo(ctx, s, c.hour, row)
 		if err != nil {
 			return buf, err
 		}
-		first, last := c.pts[0].T, c.pts[len(c.pts)-1].T
-		pts := c.pts
+		first, last := pts[0].T, pts[len(pts)-1].T
 		var overlapping []cellSpan
 		keep := ri.cells[:0]
 		for _, cs := range ri.cells {
@@ -129,7 +152,7 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 		}
 		ri.cells = keep
 		if len(overlapping) > 0 {
-			merged, err = h.mergeCells(ctx, row, c.hour, overlapping, c.pts, merged[:0])
+			merged, err = h.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
 			if err != nil {
 				return buf, err
 			}
@@ -163,6 +186,42 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 	}
 	h.m.chunksWritten.Add(float64(len(batch)))
 	return buf, nil
+}
+
+// chunkWork is the points a batch writes into one row.
+type chunkWork struct {
+	c   *sealedChunk
+	pts []chunk.Point
+}
+
+// rowWork returns the batch's points by row: the chunks of one row (a late
+// point sealed again into an hour already sealed, or a full chunk and the
+// next) become one, later chunks winning on equal timestamps, so that no
+// chunk is merged with cells of the same batch that are not in the store yet.
+func rowWork(batch []*sealedChunk) []chunkWork {
+	type rowID struct {
+		s    *memSeries
+		hour int64
+	}
+	work := make([]chunkWork, 0, len(batch))
+	at := make(map[rowID]int, len(batch))
+	for _, c := range batch {
+		c.s.mu.Lock()
+		pts := c.pts // a delete may have replaced them (delete.go)
+		c.s.mu.Unlock()
+		if len(pts) == 0 {
+			continue
+		}
+		k := rowID{c.s, c.hour}
+		if i, ok := at[k]; ok {
+			all := make([]chunk.Point, 0, len(work[i].pts)+len(pts))
+			work[i].pts = SortDedup(append(append(all, work[i].pts...), pts...))
+			continue
+		}
+		at[k] = len(work)
+		work = append(work, chunkWork{c: c, pts: pts})
+	}
+	return work
 }
 
 // rowInfo returns what this writer has in the row, reading the row the first
@@ -342,6 +401,11 @@ func (h *Head) lowWater() int {
 		low = min(low, seg)
 	}
 	h.inflightMu.Unlock()
+	h.flushMu.Lock()
+	for _, d := range h.deletes {
+		low = min(low, d.minSeg)
+	}
+	h.flushMu.Unlock()
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()

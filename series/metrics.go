@@ -9,6 +9,7 @@ type metrics struct {
 	chunksWritten  prometheus.Counter
 	flushErrors    prometheus.Counter
 	walCorruptions prometheus.Counter
+	deletes        prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer, h *Head) *metrics {
@@ -25,9 +26,11 @@ func newMetrics(r prometheus.Registerer, h *Head) *metrics {
 			Name: "hourglass_head_flush_errors_total", Help: "Failed writes of sealed chunks to the store (retried)."}),
 		walCorruptions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_wal_corruptions_total", Help: "Torn or corrupt WAL records found and truncated at replay."}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_deletes_total", Help: "Deletes of points recorded (OpenTSDB's /api/query with delete)."}),
 	}
 	if r != nil {
-		r.MustRegister(m.series, m.points, m.chunksSealed, m.chunksWritten, m.flushErrors, m.walCorruptions,
+		r.MustRegister(m.series, m.points, m.chunksSealed, m.chunksWritten, m.flushErrors, m.walCorruptions, m.deletes,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "hourglass_index_series", Help: "Series in the series index."},
 				func() float64 { return float64(h.index.Len()) }),

@@ -10,17 +10,20 @@ import (
 
 // A WAL record is a sequence of entries:
 //
-//	entry   = seriesDef | samples
+//	entry   = seriesDef | samples | delete
 //	seriesDef = 0x01 ref:uvarint len:uvarint labels[len]
 //	samples   = 0x02 count:uvarint (ref:uvarint tdelta:varint kind:byte bits:8 bytes LE)*count
+//	delete    = 0x03 start:varint end:varint count:uvarint (len:uvarint labels[len])*count
 //
 // ref is a series reference local to the writing process; a segment defines
 // every ref before its first use, so each segment can be read alone. tdelta
 // is the timestamp minus the previous sample's in the entry (the first
-// against 0). kind is 0 for a float, 1 for an integer.
+// against 0). kind is 0 for a float, 1 for an integer. A delete removes
+// the points of the series in [start, end] (ms) written before it.
 const (
 	entrySeries  = 0x01
 	entrySamples = 0x02
+	entryDelete  = 0x03
 )
 
 // ErrBadRecord is returned for a WAL record that does not decode.
@@ -56,10 +59,33 @@ func appendSample(dst []byte, ref uint64, dt int64, v chunk.Value) []byte {
 	return binary.LittleEndian.AppendUint64(dst, v.Bits())
 }
 
+func appendDelete(dst []byte, start, end int64, ls []Labels) []byte {
+	dst = append(dst, entryDelete)
+	dst = binary.AppendVarint(dst, start)
+	dst = binary.AppendVarint(dst, end)
+	dst = binary.AppendUvarint(dst, uint64(len(ls)))
+	for _, l := range ls {
+		dst = binary.AppendUvarint(dst, uint64(len(l)))
+		dst = append(dst, l...)
+	}
+	return dst
+}
+
 // recordDecoder walks the entries of one record.
 type recordDecoder struct {
 	onSeries func(ref uint64, l Labels) error
 	onSample func(s walSample) error
+	onDelete func(start, end int64, ls []Labels) error
+}
+
+// readLabels reads a length-prefixed Labels from rec.
+func readLabels(rec []byte) (Labels, []byte, bool) {
+	ln, n := binary.Uvarint(rec)
+	if n <= 0 || uint64(len(rec)-n) < ln {
+		return "", rec, false
+	}
+	l := Labels(rec[n : n+int(ln)])
+	return l, rec[n+int(ln):], l.Valid()
 }
 
 func (d *recordDecoder) decode(rec []byte) error {
@@ -72,16 +98,11 @@ func (d *recordDecoder) decode(rec []byte) error {
 			if n <= 0 {
 				return fmt.Errorf("%w: series ref", ErrBadRecord)
 			}
-			rec = rec[n:]
-			ln, n := binary.Uvarint(rec)
-			if n <= 0 || uint64(len(rec)-n) < ln {
-				return fmt.Errorf("%w: series labels length", ErrBadRecord)
-			}
-			l := Labels(rec[n : n+int(ln)])
-			rec = rec[n+int(ln):]
-			if !l.Valid() {
+			l, rest, ok := readLabels(rec[n:])
+			if !ok {
 				return fmt.Errorf("%w: series labels", ErrBadRecord)
 			}
+			rec = rest
 			if err := d.onSeries(ref, l); err != nil {
 				return err
 			}
@@ -116,6 +137,36 @@ func (d *recordDecoder) decode(rec []byte) error {
 					return fmt.Errorf("%w: sample kind %d", ErrBadRecord, kind)
 				}
 				if err := d.onSample(walSample{ref: ref, t: t, v: v}); err != nil {
+					return err
+				}
+			}
+		case entryDelete:
+			start, n := binary.Varint(rec)
+			if n <= 0 {
+				return fmt.Errorf("%w: delete start", ErrBadRecord)
+			}
+			rec = rec[n:]
+			end, n := binary.Varint(rec)
+			if n <= 0 {
+				return fmt.Errorf("%w: delete end", ErrBadRecord)
+			}
+			rec = rec[n:]
+			cnt, n := binary.Uvarint(rec)
+			if n <= 0 || cnt > uint64(len(rec)) {
+				return fmt.Errorf("%w: delete series count", ErrBadRecord)
+			}
+			rec = rec[n:]
+			ls := make([]Labels, 0, cnt)
+			for i := uint64(0); i < cnt; i++ {
+				l, rest, ok := readLabels(rec)
+				if !ok {
+					return fmt.Errorf("%w: delete labels", ErrBadRecord)
+				}
+				ls = append(ls, l)
+				rec = rest
+			}
+			if d.onDelete != nil {
+				if err := d.onDelete(start, end, ls); err != nil {
 					return err
 				}
 			}

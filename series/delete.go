@@ -1,0 +1,323 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/store"
+	"hourglass/uid"
+)
+
+// Deleting points (OpenTSDB's /api/query with delete):
+//
+//  1. A tombstone (series, [start, end]) goes into the WAL and is fsynced,
+//     under the lock that orders it against appends, so a replay applies
+//     writes and deletes in the order they were acknowledged.
+//  2. Still under that lock, the points in range leave the series' open
+//     and sealed-but-unwritten chunks.
+//  3. A delete job joins the flusher's queue behind every chunk sealed
+//     before it; when its turn comes it rewrites the rows of the range in
+//     the store (whole hours: the cells go; partial hours: the cells are
+//     decoded, filtered and written again under their qualifiers).
+//  4. The tombstone's WAL segment is kept until the job is done, so a crash
+//     in between replays it and the job runs again (it is idempotent);
+//     points written after the delete are replayed after it and survive.
+//
+// Unlike OpenTSDB, which drops every hourly row the range touches, only the
+// points in [start, end] go.
+
+// deleteJob is a delete waiting in the flusher's queue.
+type deleteJob struct {
+	labels     []Labels
+	start, end int64
+	minSeg     int           // the WAL segment of the tombstone
+	done       chan struct{} // closed once the store holds no point of the range
+	cells      int           // cells rewritten or deleted, for tests and logs
+}
+
+// deleteExactRows bounds series × hours for which a delete reads exact rows
+// rather than the metric's range per salt bucket (as queries do).
+const deleteExactRows = 4096
+
+// ErrDeleteUnfinished is returned by Delete when ctx ends before the store
+// is rewritten; the delete is durable and completes in the background.
+var ErrDeleteUnfinished = errors.New("series: the delete is recorded and will complete in the background")
+
+// Delete removes the points of the series ls in [start, end] (ms, inclusive)
+// from the head and the store. It returns once the tombstone is durable
+// and the store holds none of those points; points appended after it
+// returns are kept. If ctx ends first, the delete still completes (a crash
+// replays it) and Delete returns an error wrapping ErrDeleteUnfinished.
+func (h *Head) Delete(ctx context.Context, ls []Labels, start, end int64) error {
+	if h.closed.Load() {
+		return ErrClosed
+	}
+	if p := h.fatal.Load(); p != nil {
+		return *p
+	}
+	if len(ls) == 0 || start > end {
+		return nil
+	}
+	for _, l := range ls {
+		if !l.Valid() {
+			return fmt.Errorf("series: delete of malformed labels %q", string(l))
+		}
+	}
+	h.applyMu.Lock()
+	var seg int
+	_, err := h.log.Append(func(segment int, buf []byte) []byte {
+		seg = segment
+		return appendDelete(buf, start, end, ls)
+	})
+	if err != nil {
+		h.applyMu.Unlock()
+		if h.log.Err() != nil {
+			return h.failed(fmt.Errorf("series: writing the wal: %w", err))
+		}
+		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
+	}
+	job := h.applyDelete(ls, start, end, seg)
+	h.applyMu.Unlock()
+	// A delete is durable when it returns, whatever the WAL's sync mode.
+	if err := h.log.Sync(); err != nil {
+		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
+	}
+	h.m.deletes.Inc()
+	select {
+	case <-job.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ctx.Err())
+	case <-h.stop:
+		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ErrClosed)
+	}
+}
+
+// applyDelete takes the points in range out of the head's chunks and queues
+// the job that takes them out of the store. seg is the tombstone's segment.
+func (h *Head) applyDelete(ls []Labels, start, end int64, seg int) *deleteJob {
+	for _, l := range ls {
+		sh := h.shard(l)
+		sh.mu.RLock()
+		s := sh.m[l]
+		sh.mu.RUnlock()
+		if s == nil {
+			continue
+		}
+		s.mu.Lock()
+		for _, c := range s.open {
+			if c.hour+rowkey.HourMs <= start || c.hour > end {
+				continue
+			}
+			c.pts = cutRange(c.pts, start, end, false)
+		}
+		for _, c := range s.pending {
+			if c.hour+rowkey.HourMs <= start || c.hour > end {
+				continue
+			}
+			// The flusher reads a sealed chunk's points without the
+			// series lock: give it a new slice, never change the old one.
+			c.pts = cutRange(c.pts, start, end, true)
+		}
+		s.mu.Unlock()
+	}
+	job := &deleteJob{labels: ls, start: start, end: end, minSeg: seg, done: make(chan struct{})}
+	h.flushMu.Lock()
+	h.flushQ = append(h.flushQ, &sealedChunk{del: job})
+	h.deletes = append(h.deletes, job)
+	h.flushMu.Unlock()
+	h.flushCond.Broadcast()
+	return job
+}
+
+// cutRange returns pts without the points in [start, end]; in place unless
+// fresh is set, when a changed result is a new slice.
+func cutRange(pts []chunk.Point, start, end int64, fresh bool) []chunk.Point {
+	i := 0
+	for i < len(pts) && (pts[i].T < start || pts[i].T > end) {
+		i++
+	}
+	if i == len(pts) {
+		return pts
+	}
+	var out []chunk.Point
+	if fresh {
+		out = make([]chunk.Point, i, len(pts))
+		copy(out, pts[:i])
+	} else {
+		out = pts[:i]
+	}
+	for _, p := range pts[i:] {
+		if p.T < start || p.T > end {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runDelete is the flusher's part of a delete: every chunk queued before the
+// job is in the store, so the rows of the range can be rewritten.
+func (h *Head) runDelete(ctx context.Context, job *deleteJob) error {
+	var tsuids [][]byte
+	for _, l := range job.labels {
+		// The flusher owns what it believes of the series' rows; they
+		// change now.
+		sh := h.shard(l)
+		sh.mu.RLock()
+		if s := sh.m[l]; s != nil {
+			s.rows = nil
+		}
+		sh.mu.RUnlock()
+		tsuid, err := h.lookupTSUID(ctx, l)
+		if err != nil {
+			return err
+		}
+		if tsuid != nil {
+			tsuids = append(tsuids, tsuid)
+		}
+	}
+	n, err := h.deleteFromStore(ctx, tsuids, job.start, job.end)
+	job.cells += n
+	return err
+}
+
+// lookupTSUID returns the TSUID of l without assigning UIDs: nil if one of
+// its names has none, in which case the store holds nothing of it.
+func (h *Head) lookupTSUID(ctx context.Context, l Labels) ([]byte, error) {
+	tsuid, err := h.uids.GetID(ctx, nil, uid.Metric, l.Metric())
+	if errors.Is(err, uid.ErrNoSuchName) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	type pair struct{ k, v []byte }
+	var pairs []pair
+	missing := false
+	l.Range(func(k, v string) bool {
+		var kid, vid []byte
+		if kid, err = h.uids.GetID(ctx, nil, uid.TagK, k); err == nil {
+			vid, err = h.uids.GetID(ctx, nil, uid.TagV, v)
+		}
+		if errors.Is(err, uid.ErrNoSuchName) {
+			missing, err = true, nil
+			return false
+		}
+		pairs = append(pairs, pair{kid, vid})
+		return err == nil
+	})
+	if err != nil || missing {
+		return nil, err
+	}
+	sort.Slice(pairs, func(i, j int) bool { return string(pairs[i].k) < string(pairs[j].k) })
+	for _, p := range pairs {
+		tsuid = append(append(tsuid, p.k...), p.v...)
+	}
+	return tsuid, nil
+}
+
+// deleteFromStore removes the points of the series tsuids in [start, end]
+// from the data table, a window of hours at a time, and returns the number
+// of cells deleted or rewritten. Rows wholly inside the range lose every
+// cell; the cells of the rows at its edges are decoded, filtered and written
+// again under their own qualifiers (another writer's cells included).
+func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end int64) (int, error) {
+	if len(tsuids) == 0 {
+		return 0, nil
+	}
+	l := h.opts.Layout
+	mw := l.MetricWidth
+	want := make(map[string]bool, len(tsuids))
+	byMetric := map[string][][]byte{}
+	for _, id := range tsuids {
+		if !want[string(id)] {
+			want[string(id)] = true
+			byMetric[string(id[:mw])] = append(byMetric[string(id[:mw])], id)
+		}
+	}
+	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
+	total := 0
+	var (
+		tsuid []byte
+		pts   []chunk.Point
+	)
+	for metric, ids := range byMetric {
+		sort.Slice(ids, func(i, j int) bool { return string(ids[i]) < string(ids[j]) })
+		exact := len(ids) <= deleteExactRows
+		window := int64(24)
+		if exact {
+			window = max(1, int64(deleteExactRows/len(ids)))
+		}
+		salts := map[byte]bool{}
+		for _, id := range ids {
+			salts[l.Salt(id)] = true
+		}
+		for ws := h0; ws <= h1; ws += window * rowkey.HourMs {
+			we := min(ws+(window-1)*rowkey.HourMs, h1)
+			var ranges []store.KeyRange
+			if exact {
+				for hr := ws; hr <= we; hr += rowkey.HourMs {
+					for _, id := range ids {
+						ranges = append(ranges, store.RowRange(l.AppendRowKey(nil, id, hr)))
+					}
+				}
+			} else {
+				for salt := range salts {
+					ranges = append(ranges, l.MetricRange(salt, []byte(metric), ws, we))
+				}
+			}
+			sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })
+			var muts []store.Mutation
+			var scanErr error
+			err := h.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
+				var hour int64
+				var err error
+				_, hour, tsuid, err = l.ParseRowKey(tsuid[:0], c.Row)
+				if err != nil || !want[string(tsuid)] {
+					return true
+				}
+				row := append([]byte(nil), c.Row...)
+				qual := append([]byte(nil), c.Qualifier...)
+				if hour >= start && hour+rowkey.HourMs-1 <= end {
+					muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Delete: true})
+					return true
+				}
+				if pts, err = chunk.Decode(pts[:0], c.Value, hour); err != nil {
+					scanErr = fmt.Errorf("series: delete: corrupt cell in row %x: %w", c.Row, err)
+					return false
+				}
+				kept := cutRange(pts, start, end, false)
+				switch {
+				case len(kept) == len(pts):
+				case len(kept) == 0:
+					muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Delete: true})
+				default:
+					b, err := chunk.Append(nil, hour, kept)
+					if err != nil {
+						scanErr = fmt.Errorf("series: delete: re-encoding row %x: %w", c.Row, err)
+						return false
+					}
+					muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Value: b})
+				}
+				return true
+			})
+			if err == nil {
+				err = scanErr
+			}
+			if err != nil {
+				return total, err
+			}
+			if len(muts) > 0 {
+				if err := h.st.Write(ctx, store.TableData, muts); err != nil {
+					return total, err
+				}
+				total += len(muts)
+			}
+		}
+	}
+	return total, nil
+}
