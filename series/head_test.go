@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -332,4 +333,34 @@ func TestCloseWaitsForTheStoreToComeBack(t *testing.T) {
 	e := openEnv(t, dir, nil)
 	defer e.close()
 	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+}
+
+// TestChunksOfOneRowInOneFlush: a full chunk and then late points of the
+// same hour are sealed before the flusher runs, so one batch holds two
+// chunks of one row whose spans overlap; every point must reach the store.
+func TestChunksOfOneRowInOneFlush(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, func(o *series.Options) { o.ChunkMaxPoints = 10 })
+	l := host(1)
+	want := map[string][]chunk.Point{}
+	var batch []series.Sample
+	for i := int64(0); i < 25; i++ {
+		// Even seconds first, then odd ones: chunks of the same hour
+		// whose spans interleave.
+		tm := t0 + (i%13)*2_000 + i/13*1_000
+		batch = append(batch, series.Sample{Labels: l, T: tm, V: chunk.Int(i)})
+	}
+	e.append(batch...)
+	for _, s := range batch {
+		want[l.String()] = append(want[l.String()], chunk.Point{T: s.T, V: s.V})
+	}
+	sort.Slice(want[l.String()], func(i, j int) bool { return want[l.String()][i].T < want[l.String()][j].T })
+	if err := e.head.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+	e.close()
+	e = openEnv(t, dir, nil)
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+	e.close()
 }
