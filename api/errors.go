@@ -45,6 +45,9 @@ func openTSDBStatus(err error) (int, string, string) {
 		return http.StatusBadRequest, ua.Error(), ""
 	case errors.As(err, &se):
 		return http.StatusBadRequest, se.Error(), ""
+	case errors.Is(err, series.ErrDeleteUnfinished):
+		// Durable, and finishing in the background: not a failure to retry.
+		return http.StatusRequestTimeout, err.Error(), "the delete is in the write-ahead log and completes without the client"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusRequestTimeout, "Query timed out: it ran past the configured query timeout", ""
 	case errors.Is(err, ingest.ErrInvalid):

@@ -85,7 +85,7 @@ func (s *Server) configMap() map[string]string {
 		"tsd.http.request.cors_domains":           s.cfg.CORSDomains,
 		"tsd.http.request.cors_headers":           s.cfg.CORSHeaders,
 		"tsd.http.show_stack_trace":               "false",
-		"tsd.http.query.allow_delete":             "false",
+		"tsd.http.query.allow_delete":             strconv.FormatBool(s.cfg.AllowDelete),
 		"tsd.query.timeout":                       dur(s.cfg.QueryTimeout),
 		"tsd.query.allow_simultaneous_duplicates": "true",
 		"tsd.query.skip_unresolved_tagvs":         "false",

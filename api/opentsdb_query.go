@@ -99,7 +99,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		failure = err
 		s.writeError(w, r, err)
 	}
-	if req.Delete {
+	if req.Delete && !s.cfg.AllowDelete {
 		// OpenTSDB's answer when tsd.http.query.allow_delete is off.
 		code = http.StatusBadRequest
 		failure = errors.New("Deleting data is not enabled")
@@ -135,6 +135,18 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		sb.stats.series = len(ss)
 		for _, x := range ss {
 			sb.stats.rawDPs += int64(len(x.Points))
+		}
+		if req.Delete {
+			// The reply shows what was deleted, as OpenTSDB's does; only
+			// the points in [start, end] go (OpenTSDB drops whole hours).
+			ls := make([]series.Labels, len(ss))
+			for i, x := range ss {
+				ls[i] = x.Labels
+			}
+			if err := s.engine.Head().Delete(ctx, ls, start, end); err != nil {
+				fail(err)
+				return
+			}
 		}
 		res, err := s.engine.Process(ctx, ereq, ss)
 		if err != nil {

@@ -69,6 +69,10 @@ type Config struct {
 	// value match nothing instead of failing the query (OpenTSDB's
 	// tsd.query.skip_unresolved_tagvs).
 	SkipUnresolvedTagVs bool
+	// AllowDelete lets /api/query delete the points it matches (the
+	// "delete" option or the DELETE verb), as OpenTSDB's
+	// tsd.http.query.allow_delete. Off by default.
+	AllowDelete bool
 
 	// Prom holds the limits of the Prometheus dialect (prom_config.go).
 	Prom PromConfig

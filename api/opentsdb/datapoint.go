@@ -110,6 +110,15 @@ func (p *DataPoint) Validate(l Limits) error {
 // words its own way. namesValid says the caller already knows every name is
 // valid under l.
 func (p *DataPoint) validateRest(l Limits, namesValid bool) error {
+	if err := p.validateValue(); err != nil {
+		return err
+	}
+	return p.validateSeries(l, namesValid)
+}
+
+// validateValue is the part of validateRest that depends on the value and
+// the timestamp: what a point of a series known to be valid may still get wrong.
+func (p *DataPoint) validateValue() error {
 	if !p.Value.IsInt() {
 		f := p.Value.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -122,6 +131,12 @@ func (p *DataPoint) validateRest(l Limits, namesValid bool) error {
 			" when trying to add value=" + p.Value.String() + " to metric=" + p.Metric +
 			", tags=" + formatTags(p.Tags)}
 	}
+	return nil
+}
+
+// validateSeries is the part of validateRest that depends on the metric and
+// the tags alone.
+func (p *DataPoint) validateSeries(l Limits, namesValid bool) error {
 	if max := l.maxTags(); len(p.Tags) > max {
 		return &PointError{Message: "Too many tags: " + strconv.Itoa(len(p.Tags)) +
 			" maximum allowed: " + strconv.Itoa(max) + ", tags: " + formatTags(p.Tags)}

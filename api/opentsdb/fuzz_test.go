@@ -350,3 +350,37 @@ func FuzzFilterCompile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLineParserCache checks that a LineParser, which remembers the series
+// it has parsed, answers every line of a stream as a fresh parser does: the
+// same point or the same reply, whether the line's series is new to it, was
+// seen with another timestamp or value, or was seen in a line that failed.
+func FuzzLineParserCache(f *testing.F) {
+	for _, s := range []string{
+		"put m 1 1 k=v j=w\nput m 2 NaN k=v j=w\nput m 3 x k=v j=w\nput m 99999999999999 1 k=v j=w\nput m 4 2 k=v j=w\n",
+		"put m 1 1 k=v k=v\nput m 1 1 k=v k=w\nput m 1 1 k=v k=v\n",
+		"put m 1 1 a=1 b=2 c=3 d=4 e=5\nput m 1 1 a=1 b=2 c=3 d=4 e=5\nput m! 1 1 a=1\nput m! 2 1 a=1\n",
+		"put m 1 1 k=v \nput m 1 1 k=v\nput m 1 1 k =v\nput m x 1 k=v\nput m 1.5 1 k=v\n",
+		"put aaaaaaaaaaaaaaaaa 1 1 k=v\nput aaaaaaaaaaaaaaaaa 1 1 k=v\nput m 0 1 k=v\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		l := Limits{MaxTags: 4, MaxNameLen: 16}
+		lines := bytes.Split(stream, []byte("\n"))
+		p := LineParser{Limits: l}
+		var got, want DataPoint
+		for round := range 2 {
+			for _, line := range lines {
+				err := p.Parse(line, &got)
+				werr := ParsePutLine(line, l, &want)
+				if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+					t.Fatalf("round %d, %q: %v, want %v", round, line, err, werr)
+				}
+				if err == nil && !samePoint(got, want) {
+					t.Fatalf("round %d, %q:\ngot  %+v\nwant %+v", round, line, got, want)
+				}
+			}
+		}
+	})
+}

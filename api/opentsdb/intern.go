@@ -89,3 +89,48 @@ func recentHash(b []byte) uint32 {
 	}
 	return h ^ h>>16
 }
+
+// seriesCache remembers the names of series that parsed and validated well,
+// keyed by the bytes that carried them (a telnet line's metric and tags, an
+// /api/put point's tags object), so a series sent again costs one lookup
+// instead of a name-by-name parse and check. An entry holds only what
+// depends on those bytes and the Limits: a hit may skip every check of the
+// names. Bounded like the interner. Not safe for concurrent use.
+type seriesCache struct {
+	m      map[string]seriesEntry
+	bytes  int
+	limits Limits // the limits the entries were validated under
+}
+
+type seriesEntry struct {
+	metric string // "" where the key holds the tags alone
+	tags   []Tag  // decoded, a repeated pair collapsed, in the order sent
+	valid  bool   // every name is valid (the /api/put tags cache keeps others too)
+}
+
+const (
+	seriesCacheMaxEntries = 1 << 15
+	seriesCacheMaxBytes   = 2 << 20
+	seriesCacheOverhead   = 64 // bytes counted per entry for the map itself
+)
+
+func (c *seriesCache) get(key []byte, l Limits) (seriesEntry, bool) {
+	if c.m == nil || c.limits != l {
+		return seriesEntry{}, false
+	}
+	e, ok := c.m[string(key)]
+	return e, ok
+}
+
+// put remembers metric and a copy of tags under key.
+func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid bool) {
+	size := len(key) + len(tags)*32 + seriesCacheOverhead // names are the interner's
+	if len(key) > internMaxLen {
+		return
+	}
+	if c.m == nil || c.limits != l || len(c.m) >= seriesCacheMaxEntries || c.bytes+size > seriesCacheMaxBytes {
+		c.m, c.bytes, c.limits = make(map[string]seriesEntry, 256), 0, l
+	}
+	c.m[string(key)] = seriesEntry{metric: metric, tags: append([]Tag(nil), tags...), valid: valid}
+	c.bytes += size
+}

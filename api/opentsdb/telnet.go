@@ -94,6 +94,8 @@ func commandName(w []byte) string {
 type LineParser struct {
 	Limits Limits
 	intern interner
+	series seriesCache // by the metric and tags words of a line
+	key    []byte
 }
 
 // ParsePutLine parses one telnet put line; see LineParser.Parse. It does not
@@ -144,8 +146,6 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		return lineErr("illegal argument", "not enough arguments (need least 4, got 3)")
 	}
 
-	metric, metricValid := p.intern.get(words[0], maxLen)
-
 	tsText := words[1]
 	for _, c := range tsText {
 		if c == '.' {
@@ -161,7 +161,28 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		return lineErr("illegal argument", "invalid timestamp: "+strconv.FormatInt(ts, 10))
 	}
 
-	namesValid := metricValid
+	// A series seen before, with the same bytes, is known to be valid.
+	var metric string
+	cached := false
+	if !p.intern.off {
+		p.key = append(append(append(p.key[:0], words[0]...), ' '), line[tagsAt:]...)
+		if e, ok := p.series.get(p.key, p.Limits); ok {
+			metric, dp.Tags, cached = e.metric, append(dp.Tags, e.tags...), true
+		}
+	}
+	if cached {
+		v, msg := parseValue(words[2])
+		if msg != "" {
+			return lineErr("invalid value", msg)
+		}
+		dp.Metric, dp.Timestamp, dp.Value = metric, TimestampMillis(ts), v
+		if err := dp.validateValue(); err != nil {
+			return lineErr("illegal argument", err.(*PointError).Message)
+		}
+		return nil
+	}
+
+	metric, namesValid := p.intern.get(words[0], maxLen)
 	for i = tagsAt; ; {
 		var w []byte
 		w, i = nextWord(line, i)
@@ -206,6 +227,9 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 	dp.Metric, dp.Timestamp, dp.Value = metric, TimestampMillis(ts), v
 	if err := dp.validateRest(p.Limits, namesValid); err != nil {
 		return lineErr("illegal argument", err.(*PointError).Message)
+	}
+	if !p.intern.off {
+		p.series.put(p.key, p.Limits, metric, dp.Tags, true)
 	}
 	return nil
 }
