@@ -65,12 +65,25 @@ func allFloat(pts []Point) bool {
 }
 
 // benchEncodings lists "chosen" (what Append picks) and, for float data,
-// "xor" (Gorilla XOR only, timestamps as usual), so the gain shows.
+// "xor" (Gorilla XOR only, timestamps as usual), for ints and floats
+// "mixed" (what Append picked before mixed-decimal), so the gain shows.
 func benchEncodings(pts []Point) []encoding {
-	if allFloat(pts) {
+	switch {
+	case allFloat(pts):
 		return []encoding{0, encXOR}
+	case !allInt(pts):
+		return []encoding{0, encMixed}
 	}
 	return []encoding{0}
+}
+
+func allInt(pts []Point) bool {
+	for _, p := range pts {
+		if !p.V.IsInt() {
+			return false
+		}
+	}
+	return true
 }
 
 func encName(e encoding) string {

@@ -206,7 +206,8 @@ func TestRoundTrip(t *testing.T) {
 		{"random floats", pointsAt(irregular(500), randFloats(500)), encXOR},
 		{"random ints", pointsAt(irregular(500), randInts(500)), encInt},
 		{"mixed", pointsAt(regular(6, 0, 1000), []Value{Int(1), Float(1.5), Int(math.MaxInt64), staleNaN, Int(-3), Float(math.Copysign(0, -1))}), encMixed},
-		{"mixed starting with float", pointsAt(regular(3, 0, 1000), []Value{Float(2), Int(2), Float(2)}), encMixed},
+		{"mixed starting with float", pointsAt(regular(3, 0, 1000), []Value{Float(math.Nextafter(1, 2)), Int(2), Float(2)}), encMixed},
+		{"mixed decimal", pointsAt(regular(3, 0, 1000), []Value{Float(2), Int(2), Float(2.5)}), encMixedDecimal},
 		{"ms irregular", pointsAt(irregular(700), walk(700, 3)), encDecimal},
 		{"jittered scrape", pointsAt(func() []int64 {
 			ts := make([]int64, 240)
@@ -242,6 +243,10 @@ func TestEncodings(t *testing.T) {
 		{"mixed on ints", pointsAt(regular(3, 0, 1), ints(1, 2, 3)), encMixed},
 		{"int on const", pointsAt(regular(3, 0, 1), ints(5, 5, 5)), encInt},
 		{"decimal on const", pointsAt(regular(3, 0, 1), floats(5, 5, 5)), encDecimal},
+		{"mixed-decimal on floats", gauge, encMixedDecimal},
+		{"mixed-decimal on ints", pointsAt(regular(3, 0, 1), ints(math.MinInt64, 0, math.MaxInt64)), encMixedDecimal},
+		{"mixed-decimal on const", pointsAt(regular(3, 0, 1), floats(5, 5, 5)), encMixedDecimal},
+		{"mixed-decimal on mixed", pointsAt(regular(4, 0, 1), []Value{Int(-7), Float(-0.5), Int(1 << 59), Float(1e14)}), encMixedDecimal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +290,36 @@ func TestChoosesSmallest(t *testing.T) {
 			return vs
 		}()),
 		"decimals and a NaN": pointsAt(regular(4, 0, 1000), floats(1.5, math.NaN(), 2.5, 3.5)),
+		"ints and floats alternating": pointsAt(regular(50, 0, 1000), func() []Value {
+			vs := make([]Value, 50)
+			for i := range vs {
+				vs[i] = Float(float64(i) + 0.5)
+				if i%2 == 1 {
+					vs[i] = Int(int64(i))
+				}
+			}
+			return vs
+		}()),
+		"ints with rare decimals": pointsAt(regular(50, 0, 1000), func() []Value {
+			vs := make([]Value, 50)
+			for i := range vs {
+				vs[i] = Int(int64(r.intn(100)))
+				if i%17 == 3 {
+					vs[i] = Float(float64(r.intn(10000)) / 1000)
+				}
+			}
+			return vs
+		}()),
+		"huge ints and decimals": pointsAt(regular(20, 0, 1000), func() []Value {
+			vs := make([]Value, 20)
+			for i := range vs {
+				vs[i] = Int(int64(r.next()))
+				if i%3 == 0 {
+					vs[i] = Float(float64(i))
+				}
+			}
+			return vs
+		}()),
 	}
 	for _, fx := range fixtures {
 		sets[fx.name] = fx.gen()
@@ -438,7 +473,22 @@ func sampleChunks(t testing.TB) map[string][]byte {
 		"decimal":     pointsAt(regular(6, 0, 15000), floats(1.25, 1.5, 1.5, 3, 100.01, -2)),
 		"xor":         pointsAt(regular(6, 0, 15000), floats(1.25, math.Pi, math.Inf(1), 3, 100.01, -2)),
 		"mixed":       pointsAt(regular(4, 0, 15000), []Value{Int(1), Float(math.E), Int(3), staleNaN}),
-		"single":      pointsAt(regular(1, 77, 0), ints(1)),
+		"mixed-dec": pointsAt(regular(20, 0, 15000), []Value{Float(1.25), Float(1.5), Int(2), Float(1.75), Float(2.5), Float(-3), Float(-4.25),
+			Float(-3.75), Float(-3.5), Float(-3.25), Float(-3.5), Float(-4.5), Int(-4), Float(-3.75), Float(-3.75), Float(-3), Float(-2.5), Float(-2.25), Float(-2), Float(-1.75)}),
+		"mixed-dec, float list": pointsAt(regular(20, 0, 15000), []Value{Int(10), Int(11), Float(11.5), Int(12), Int(13), Int(14), Int(15), Int(16), Int(17), Int(18),
+			Int(19), Int(20), Int(20), Int(20), Int(19), Int(18), Int(17), Int(16), Int(15), Float(1e-3)}),
+		"mixed-dec, bitmap": pointsAt(regular(70, 0, 15000), func() []Value {
+			vs := make([]Value, 70)
+			for i := range vs {
+				vs[i] = Float(float64(i) / 10)
+				if i%2 == 0 {
+					vs[i] = Int(int64(i))
+				}
+			}
+			return vs
+		}()),
+		"mixed-dec, k 22": pointsAt(regular(3, 0, 15000), []Value{Float(1e-22), Int(0), Float(3e-22)}),
+		"single":          pointsAt(regular(1, 77, 0), ints(1)),
 	} {
 		b, err := Append(nil, testBase, pts)
 		if err != nil {
@@ -583,8 +633,15 @@ func TestNoAllocs(t *testing.T) {
 		pts[i] = Point{T: testBase + int64(i)*10000, V: Float(float64(m) / 100)}
 	}
 	mixed := append([]Point(nil), pts...)
-	mixed[7].V = Int(3)
-	for name, pts := range map[string][]Point{"decimal": pts, "mixed": mixed} {
+	mixed[7].V = staleNaN
+	mixed[8].V = Int(3)
+	mixedDec := append([]Point(nil), pts...)
+	mixedDec[7].V = Int(3)
+	bitmap := append([]Point(nil), pts...)
+	for i := 0; i < len(bitmap); i += 2 {
+		bitmap[i].V = Int(int64(i))
+	}
+	for name, pts := range map[string][]Point{"decimal": pts, "mixed": mixed, "mixed-decimal": mixedDec, "mixed-decimal bitmap": bitmap} {
 		t.Run(name, func(t *testing.T) {
 			b, err := Append(nil, testBase, pts)
 			if err != nil {

@@ -3,6 +3,7 @@ package chunk
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -27,12 +28,21 @@ type Iterator struct {
 	n       int // points in the buffers
 	pos     int // the current point's index in the buffers
 	enc     encoding
-	scale   float64 // 10^k of a decimal chunk
+	scale   float64 // 10^k of a decimal or mixed-decimal chunk
+	iscale  int64   // 10^k as an int64 of a mixed-decimal chunk, 0 beyond 10^18
 	prevOff int64   // offset from base of the last point decoded, -1 before
 
 	// Gorilla XOR state.
 	xv          uint64
 	lead, trail uint8
+
+	// The kind map of a mixed-decimal chunk: km reads the bitmap or, in
+	// list form, holds in km.b the uvarint gaps not yet read (km.n stays
+	// 0, so offset and rest work for both); knext is the index of the
+	// next listed point, noKind after the last.
+	km    bitReader
+	kform uint8
+	knext int
 
 	kinds uint64 // bit i set: buffered point i is an int
 	done  bool   // the end was reached (and checked, unless Seek skipped it)
@@ -75,6 +85,7 @@ func (it *Iterator) Reset(b []byte, base int64) error {
 	it.base, it.count, it.decoded, it.n, it.pos = base, 0, 0, 0, 0
 	it.enc, it.scale, it.prevOff = 0, 0, -1
 	it.xv, it.lead, it.trail, it.kinds = 0, 0, 0, 0
+	it.iscale, it.km, it.kform, it.knext = 0, bitReader{}, 0, 0
 	it.done, it.err = false, nil
 	if err := it.reset(b, base); err != nil {
 		it.count = 0
@@ -170,9 +181,106 @@ func (it *Iterator) reset(b []byte, base int64) error {
 		it.vs.r.reset(b[off:], len(b))
 	case encXOR, encMixed:
 		it.vs.r.reset(b[off:], len(b))
+	case encMixedDecimal:
+		if off >= len(b) || b[off] > maxScale {
+			return corrupt(off, "bad decimal scale")
+		}
+		k := int(b[off])
+		it.scale = pow10[k]
+		if k < len(ipow10) {
+			it.iscale = ipow10[k]
+		}
+		off++
+		if off >= len(b) || b[off] > kindFloatList {
+			return corrupt(off, "bad kind map form")
+		}
+		it.kform = b[off]
+		off++
+		kl, n := binary.Uvarint(b[off:])
+		if n <= 0 || kl > uint64(len(b)-off-n) {
+			return corrupt(off, "bad kind map length")
+		}
+		if it.kform == kindBitmap && kl != (count+7)/8 {
+			return corrupt(off, "kind bitmap length does not match the point count")
+		}
+		off += n
+		end := off + int(kl)
+		it.km.reset(b[off:end], end)
+		if it.kform != kindBitmap && !it.nextListed(-1, int(count)) {
+			return corrupt(off, "bad kind list")
+		}
+		off = end
+		if off, err = it.vs.header(b, off, int(count), false); err != nil {
+			return err
+		}
+		it.vs.r.reset(b[off:], len(b))
 	}
 	it.count = int(count)
 	return nil
+}
+
+// noKind is knext after the last listed point: no point has this index.
+const noKind = MaxPoints
+
+// nextListed reads the next gap of a kind list, whose last listed point
+// was prev, into knext: noKind at the end of the list. It reports false for
+// a bad uvarint or a point past count.
+func (it *Iterator) nextListed(prev, count int) bool {
+	b := it.km.b
+	if len(b) == 0 {
+		it.knext = noKind
+		return true
+	}
+	g, n := binary.Uvarint(b)
+	if n <= 0 || g >= uint64(count-prev-1) {
+		return false
+	}
+	it.km.b = b[n:]
+	it.knext = prev + 1 + int(g)
+	return true
+}
+
+// kindBatch returns the kinds of the k points from index lo on (bit i set:
+// point lo+i is an int) from a mixed-decimal chunk's kind map.
+func (it *Iterator) kindBatch(lo, k int) (uint64, bool) {
+	if it.kform == kindBitmap {
+		v, ok := it.km.read(uint(k))
+		return bits.Reverse64(v) >> (64 - k), ok
+	}
+	var listed uint64
+	for hi := lo + k; it.knext < hi; {
+		listed |= 1 << (it.knext - lo)
+		if !it.nextListed(it.knext, it.count) {
+			return 0, false
+		}
+	}
+	if it.kform == kindFloatList {
+		return ^listed & (^uint64(0) >> (64 - k)), true
+	}
+	return listed, true
+}
+
+// mixedValues turns the mantissas m in vs into value bits: float64(m)/10^k
+// for a float, m/10^k for an int (bit i of kinds set). It reports false
+// for an int mantissa that is not a multiple of 10^k, which no encoder
+// writes.
+func (it *Iterator) mixedValues(vs []int64, kinds uint64) bool {
+	scale, ip := it.scale, it.iscale
+	for i, m := range vs {
+		switch {
+		case kinds>>i&1 == 0:
+			vs[i] = int64(math.Float64bits(float64(m) / scale))
+		case ip == 0:
+			if m != 0 {
+				return false
+			}
+		case m%ip != 0:
+			return false
+		default:
+			vs[i] = m / ip
+		}
+	}
+	return true
 }
 
 // header reads a residual sequence's descriptor, widths, offset, first
@@ -431,6 +539,24 @@ func (it *Iterator) fill() bool {
 		if !it.decodeXOR(vs, first) {
 			return it.fail(it.vs.r.offset(), "truncated or bad xor value")
 		}
+	case encMixedDecimal:
+		kinds, ok := it.kindBatch(it.decoded-k, k)
+		if !ok {
+			return it.fail(it.km.offset(), "truncated or bad kind map")
+		}
+		it.kinds = kinds
+		if kinds == 0 { // floats only: the division overlaps the integer work
+			if !it.vs.decode(vs, it.scale) {
+				return it.fail(it.vs.r.offset(), "truncated value stream")
+			}
+			break
+		}
+		if !it.vs.decode(vs, 0) {
+			return it.fail(it.vs.r.offset(), "truncated value stream")
+		}
+		if !it.mixedValues(vs, kinds) {
+			return it.fail(it.vs.r.offset(), "int mantissa not a multiple of 10^k")
+		}
 	}
 	it.n, it.pos = k, 0
 	return true
@@ -522,6 +648,9 @@ func (it *Iterator) finish() bool {
 	}
 	if !it.vs.r.rest() { // empty for constants
 		return it.fail(it.vs.r.offset(), "trailing bits in value stream")
+	}
+	if !it.km.rest() { // empty but for mixed-decimal
+		return it.fail(it.km.offset(), "trailing bits in kind map")
 	}
 	return false
 }

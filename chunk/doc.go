@@ -37,13 +37,20 @@
 //   - xor: Gorilla's XOR encoding (Pelkonen et al., VLDB 2015) as
 //     Prometheus writes it, for any floats: NaN payloads, ±Inf and -0 keep
 //     their bits.
-//   - mixed: ints and floats in one chunk (a series that changed kind): a
-//     kind bit per point, then the XOR encoding of the raw 64 bits.
+//   - mixed-decimal: ints and floats in one chunk where every float is a
+//     decimal m/10^k at one scale k and every int v has v·10^k within an
+//     int64: a kind map (the ints or the floats listed, or a bitmap) and one
+//     residual sequence over every point's mantissa. A two-decimal gauge sent
+//     as OpenTSDB text, where a whole value arrives as an int, takes about
+//     what it takes as floats only.
+//   - mixed: any ints and floats in one chunk (NaN, ±Inf, -0, long floats,
+//     huge ints): a kind bit per point, then the XOR encoding of the raw 64
+//     bits.
 //
 // The encoder measures the candidates exactly (decimal against xor, int
-// against mixed, both residual orders, both mappings, every bucket layout)
-// and writes the smallest. Append is a pure function, safe for concurrent
-// use.
+// against mixed, mixed-decimal against mixed, both residual orders, both
+// mappings, every bucket layout, every kind map form) and writes the
+// smallest. Append is a pure function, safe for concurrent use.
 //
 // # Decoding
 //

@@ -41,6 +41,7 @@ func appendChunk(dst []byte, base int64, pts []Point, force encoding) ([]byte, e
 	enc := force
 	var vals seqPlan
 	var src seqSource
+	var kinds kindMap
 	if enc == 0 {
 		switch {
 		case same && first.isInt:
@@ -71,6 +72,15 @@ func appendChunk(dst []byte, base int64, pts []Point, force encoding) ([]byte, e
 			}
 		default:
 			enc = encMixed
+			if k, ok := mixedDecimalScale(pts); ok {
+				src = seqSource{pts: pts, kind: srcMixedDecimal, scale: k}
+				vals = src.plan()
+				kinds = planKinds(pts)
+				mb := src.sectionBits(&vals) + 8*uint64(kinds.size())
+				if mb <= (xorBits(pts, true, mb)+7)/8*8 {
+					enc = encMixedDecimal
+				}
+			}
 		}
 	}
 	misfit := func() error { return fmt.Errorf("%w: encoding %s does not fit", ErrInvalidPoints, enc) }
@@ -106,6 +116,16 @@ func appendChunk(dst []byte, base int64, pts []Point, force encoding) ([]byte, e
 			return dst, misfit()
 		}
 	case encMixed:
+	case encMixedDecimal:
+		if src.kind != srcMixedDecimal {
+			k, ok := mixedDecimalScale(pts)
+			if !ok {
+				return dst, misfit()
+			}
+			src = seqSource{pts: pts, kind: srcMixedDecimal, scale: k}
+			vals = src.plan()
+			kinds = planKinds(pts)
+		}
 	default:
 		return dst, fmt.Errorf("%w: unknown encoding %d", ErrInvalidPoints, enc)
 	}
@@ -130,6 +150,10 @@ func appendChunk(dst []byte, base int64, pts []Point, force encoding) ([]byte, e
 		dst = src.appendSeq(dst, &vals, false)
 	case encDecimal:
 		dst = append(dst, byte(src.scale))
+		dst = src.appendSeq(dst, &vals, false)
+	case encMixedDecimal:
+		dst = append(dst, byte(src.scale))
+		dst = kinds.appendMap(dst, pts)
 		dst = src.appendSeq(dst, &vals, false)
 	case encXOR, encMixed:
 		w := bitWriter{dst: dst}
@@ -171,13 +195,14 @@ type seqSource struct {
 	pts   []Point
 	kind  uint8
 	base  int64 // srcTime: the integers are offsets from base
-	scale int   // srcDecimal: the integers are mantissas over 10^scale
+	scale int   // srcDecimal, srcMixedDecimal: the integers are mantissas over 10^scale
 }
 
 const (
-	srcTime    = 1 // timestamps
-	srcInt     = 2 // int values
-	srcDecimal = 3 // decimal float values (checked by decimalScale)
+	srcTime         = 1 // timestamps
+	srcInt          = 2 // int values
+	srcDecimal      = 3 // decimal float values (checked by decimalScale)
+	srcMixedDecimal = 4 // ints and decimal floats (checked by mixedDecimalScale)
 )
 
 // fill sets dst to the integers from index from on.
@@ -196,6 +221,19 @@ func (s *seqSource) fill(dst []int64, from int) {
 		p := pow10[s.scale]
 		for i := range pts {
 			dst[i] = int64(math.Round(math.Float64frombits(pts[i].V.bits) * p))
+		}
+	case srcMixedDecimal:
+		p := pow10[s.scale]
+		var ip int64 // 10^scale; 0 beyond int64, where every int is 0
+		if s.scale < len(ipow10) {
+			ip = ipow10[s.scale]
+		}
+		for i := range pts {
+			if v := pts[i].V; v.isInt {
+				dst[i] = int64(v.bits) * ip
+			} else {
+				dst[i] = int64(math.Round(math.Float64frombits(v.bits) * p))
+			}
 		}
 	}
 }
@@ -238,12 +276,13 @@ func (s *seqSource) appendSeq(dst []byte, p *seqPlan, unsigned bool) []byte {
 }
 
 // sectionBits returns the length in bits of a value section written as p:
-// the decimal scale byte, the sequence header and the bits.
+// the decimal scale byte, the sequence header and the bits (a
+// mixed-decimal chunk's kind map not included).
 func (s *seqSource) sectionBits(p *seqPlan) uint64 {
 	var buf [32]byte
 	head := p.appendHeader(buf[:0], s.at(0), s.at(1), false)
 	n := uint64(len(head))
-	if s.kind == srcDecimal {
+	if s.kind == srcDecimal || s.kind == srcMixedDecimal {
 		n++
 	}
 	return 8*n + (p.bits+7)/8*8
@@ -531,15 +570,18 @@ func isDecimal(v uint64, k int) (int64, bool) {
 	return m, math.Float64bits(float64(m)/pow10[k]) == v
 }
 
-// decimalScale returns the smallest k such that every value of the float
-// chunk pts is some integer m divided by 10^k, bit for bit: float64(m)/10^k
-// gives the value's bits. A value that is m/10^k is mostly also
-// (10m)/10^(k+1) (IEEE division rounds the same exact quotient), so the
-// chunk's k is the largest of the values' own; when k grows, the values
-// already seen are checked again at the new k.
+// decimalScale returns the smallest k such that every float value of pts
+// (ints are skipped) is some integer m divided by 10^k, bit for bit:
+// float64(m)/10^k gives the value's bits. A value that is m/10^k is mostly
+// also (10m)/10^(k+1) (IEEE division rounds the same exact quotient), so
+// the chunk's k is the largest of the values' own; when k grows, the
+// values already seen are checked again at the new k.
 func decimalScale(pts []Point) (int, bool) {
 	k := 0
 	for i := 0; i < len(pts); i++ {
+		if pts[i].V.isInt {
+			continue
+		}
 		if _, ok := isDecimal(pts[i].V.bits, k); ok {
 			continue
 		}
@@ -554,6 +596,96 @@ func decimalScale(pts []Point) (int, bool) {
 		i = -1 // check all again at the new k
 	}
 	return k, true
+}
+
+// mixedDecimalScale returns the scale k of a mixed-decimal chunk of pts:
+// the smallest k at which every float is a decimal (decimalScale), if at
+// that k every int v has a mantissa v·10^k within an int64. A larger k
+// would only make the ints' mantissas larger.
+func mixedDecimalScale(pts []Point) (int, bool) {
+	k, ok := decimalScale(pts)
+	if !ok {
+		return 0, false
+	}
+	for _, p := range pts {
+		if p.V.isInt {
+			if _, ok := mulPow10(int64(p.V.bits), k); !ok {
+				return 0, false
+			}
+		}
+	}
+	return k, true
+}
+
+// mulPow10 returns v·10^k, and false if it does not fit in an int64.
+func mulPow10(v int64, k int) (int64, bool) {
+	if k >= len(ipow10) {
+		return 0, v == 0
+	}
+	p := ipow10[k]
+	if v > math.MaxInt64/p || v < math.MinInt64/p {
+		return 0, false
+	}
+	return v * p, true
+}
+
+// kindMap is how the kind map of a mixed-decimal chunk is written: its
+// form and the byte length of what follows its length field.
+type kindMap struct {
+	form uint8
+	len  int
+}
+
+// planKinds picks the shortest form of pts' kind map: a bitmap, or the
+// list of the ints or of the floats, each listed point as the uvarint
+// count of unlisted points since the previous listed one. A list wins on
+// the typical chunk, almost all floats with a rare whole value as an int.
+// On a tie the int list wins, then the float list.
+func planKinds(pts []Point) kindMap {
+	var intList, floatList int
+	lastInt, lastFloat := -1, -1
+	for i, p := range pts {
+		if p.V.isInt {
+			intList += intLen(int64(i-lastInt-1), true)
+			lastInt = i
+		} else {
+			floatList += intLen(int64(i-lastFloat-1), true)
+			lastFloat = i
+		}
+	}
+	km := kindMap{form: kindIntList, len: intList}
+	if floatList < km.len {
+		km = kindMap{form: kindFloatList, len: floatList}
+	}
+	if n := (len(pts) + 7) / 8; n < km.len {
+		km = kindMap{form: kindBitmap, len: n}
+	}
+	return km
+}
+
+// size is the kind map's length in bytes: the form, the length and the map.
+func (k *kindMap) size() int { return 1 + intLen(int64(k.len), true) + k.len }
+
+// appendMap writes the kind map of pts in form k.
+func (k *kindMap) appendMap(dst []byte, pts []Point) []byte {
+	dst = append(dst, k.form)
+	dst = binary.AppendUvarint(dst, uint64(k.len))
+	if k.form == kindBitmap {
+		w := bitWriter{dst: dst}
+		for _, p := range pts {
+			w.writeBit(p.V.isInt)
+		}
+		return w.flush()
+	}
+	listInts := k.form == kindIntList
+	last := -1
+	for i, p := range pts {
+		if p.V.isInt == listInts {
+			dst = binary.AppendUvarint(dst, uint64(i-last-1))
+			last = i
+		}
+	}
+	return dst
 }
 
 // Gorilla XOR, as Prometheus' chunkenc writes it: each value's bits XOR the

@@ -26,6 +26,7 @@ var fixtures = []fixture{
 	{"gauge", genGauge},
 	{"counter", genCounter},
 	{"constant", genConstant},
+	{"gauge-mixed", genGaugeMixed}, // bench_test.go
 }
 
 // genGauge: a 10 s gauge with two decimals, one hour (360 points) from the

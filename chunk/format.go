@@ -33,7 +33,8 @@ const (
 	encDecimal      encoding = 5 // floats m/10^k: k, then m as a residual sequence
 	encXOR          encoding = 6 // floats: Gorilla XOR
 	encMixed        encoding = 7 // ints and floats: kind bit + Gorilla XOR of the raw bits
-	encLast                  = encMixed
+	encMixedDecimal encoding = 8 // ints and floats m/10^k: k, a kind map, then m as a residual sequence
+	encLast                  = encMixedDecimal
 )
 
 func (e encoding) String() string {
@@ -52,6 +53,8 @@ func (e encoding) String() string {
 		return "xor"
 	case encMixed:
 		return "mixed"
+	case encMixedDecimal:
+		return "mixed-decimal"
 	}
 	return "unknown"
 }
@@ -63,6 +66,21 @@ var pow10 = [maxScale + 1]float64{
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 }
+
+// ipow10 holds 10^k as an int64 where it fits: an int v of a mixed-decimal
+// chunk is stored as the mantissa v·10^k. Beyond k = 18 only v = 0 fits.
+var ipow10 = [19]int64{
+	1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+}
+
+// The kind map of a mixed-decimal chunk says which points are ints. Its
+// form byte names one of three layouts; the encoder writes the shortest.
+const (
+	kindBitmap    = 0 // one bit per point, 1 for an int, most significant first
+	kindIntList   = 1 // the points listed are ints, the others floats
+	kindFloatList = 2 // the points listed are floats, the others ints
+)
 
 // A residual sequence stores integers x0, x1, ... as x0 (a varint), for
 // order 2 also x1-x0 (a varint), then one residual per remaining integer:

@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
 )
@@ -73,16 +74,27 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte("\x03\x00\x00\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x20\x21\x22\x23\x24\x25\x26\x27\x28\x29\x30\x31"))
 	f.Add([]byte("\x05\x00\x01\x00\x60\x01\x60\x02\x60\x03\x60\x04\x60\x05\x60\x06\x60\x07\x60\x08\x60\x09\x60\x0a\x60\x0b\x13\x00\x00\x00\x00\x00\x00\x00\x01"))
 	f.Add([]byte("\x07\x01\x02\x03\x41\x80\x41\x81\x41\x7f\x41\x90\xc1\x20\xc1\x21\x51\x05\x51\x06\x21\x7f\xf0\x00\x00\x00\x00\x00\x02"))
+	// Decimals at scale 3 with ints among them: mixed-decimal.
+	f.Add([]byte("\x00\x00\x00\x00\xc0\x10\xc0\x20\xc0\x30\x30\x05\xc0\x40\xc0\x50\x30\x07\xc0\x60\x40\x10"))
 }
 
 // FuzzRoundTrip: any derived points must come back bit for bit, with the
-// encoding Append picks and with the fallback mixed encoding.
+// encoding Append picks, with the fallback mixed encoding, and with
+// mixed-decimal where it fits (every float a decimal at one scale k, every
+// int times 10^k an int64: mixedDecimalScale).
 func FuzzRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base, pts := fuzzPoints(data)
-		for _, enc := range []encoding{0, encMixed} {
+		_, fits := mixedDecimalScale(pts)
+		for _, enc := range []encoding{0, encMixed, encMixedDecimal} {
 			b, err := appendChunk(nil, base, pts, enc)
+			if enc == encMixedDecimal && !fits {
+				if !errors.Is(err, ErrInvalidPoints) {
+					t.Fatalf("encode (%s) of points it does not fit: err = %v", enc, err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatalf("encode (%s): %v", enc, err)
 			}
