@@ -78,6 +78,8 @@ func (s *Server) promRoutes(r *mux.Router) {
 	route("/api/v1/status/buildinfo", "prom_buildinfo", p.handleBuildInfo, get)
 	route("/api/v1/rules", "prom_rules", p.handleRules, get, post)
 	route("/api/v1/query_exemplars", "prom_exemplars", p.handleExemplars, get, post)
+	route("/api/v1/admin/tsdb/delete_series", "prom_delete_series", p.handleDeleteSeries, post, http.MethodPut)
+	route("/api/v1/admin/tsdb/clean_tombstones", "prom_clean_tombstones", p.handleCleanTombstones, post, http.MethodPut)
 }
 
 // promMethods answers other methods 405, as Prometheus' router does.

@@ -2,8 +2,13 @@ package e2e
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
 )
 
 // TestOpenTSDBQueryDelete: /api/query's delete option against the binary
@@ -107,4 +112,83 @@ func TestOpenTSDBQueryDelete(t *testing.T) {
 	s.kill()
 	s.restart()
 	check("after deleting all of host b and kill -9")
+}
+
+// TestPromDeleteSeries: Prometheus' /api/v1/admin/tsdb/delete_series (and
+// clean_tombstones) against the binary, with and without -allow-delete.
+func TestPromDeleteSeries(t *testing.T) {
+	off := start(t, t.TempDir())
+	code, env := promAPI(t, off, "POST", "/api/v1/admin/tsdb/delete_series", url.Values{"match[]": {"up"}})
+	if code != 503 || string(env["errorType"]) != `"unavailable"` || string(env["error"]) != `"admin APIs disabled"` {
+		t.Fatalf("delete_series without -allow-delete: %d %v", code, env)
+	}
+	off.kill()
+
+	s := start(t, t.TempDir(), "-allow-delete")
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Hour).UnixMilli()
+	var ts []prompb.TimeSeries
+	for _, inst := range []string{"a:9100", "b:9100"} {
+		var smp []prompb.Sample
+		for i := int64(0); i < 120; i++ {
+			smp = append(smp, prompb.Sample{Value: float64(i), Timestamp: base + i*60_000})
+		}
+		ts = append(ts, prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "node_load1"}, {Name: "instance", Value: inst}, {Name: "job", Value: "node"}}, Samples: smp})
+	}
+	b, _ := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
+	if code, body := s.do("POST", "/api/v1/write", "application/x-protobuf", snappy.Encode(nil, b)); code != 204 {
+		t.Fatalf("remote write: %d %s", code, body)
+	}
+	counts := func() map[string]int {
+		out := map[string]int{}
+		for k, dps := range s.raw("node_load1", base, base+120*60_000) {
+			out[k] = len(dps)
+		}
+		return out
+	}
+	bad := []struct {
+		form url.Values
+		msg  string
+	}{
+		{url.Values{}, "no match[] parameter provided"},
+		{url.Values{"match[]": {"node_load1{"}}, `invalid parameter "match[]"`},
+		{url.Values{"match[]": {"up"}, "start": {"yesterday"}}, `invalid parameter "start"`},
+	}
+	for _, c := range bad {
+		code, env := promAPI(t, s, "POST", "/api/v1/admin/tsdb/delete_series", c.form)
+		var msg string
+		otsDecode(t, env["error"], &msg)
+		if code != 400 || string(env["errorType"]) != `"bad_data"` || !strings.Contains(msg, c.msg) {
+			t.Fatalf("delete_series %v: %d %s, want 400 %q", c.form, code, msg, c.msg)
+		}
+	}
+	// Minutes 30 to 89 of instance a (inclusive), as seconds.
+	form := url.Values{"match[]": {`node_load1{instance="a:9100"}`},
+		"start": {promSeconds(base + 30*60_000)}, "end": {promSeconds(base + 89*60_000)}}
+	if code, body := s.do("POST", "/api/v1/admin/tsdb/delete_series", "application/x-www-form-urlencoded", []byte(form.Encode())); code != 204 {
+		t.Fatalf("delete_series: %d %s", code, body)
+	}
+	check := func(when string, a, bb int) {
+		t.Helper()
+		got := counts()
+		if len(got) != 2 || got["node_load1,instance=a:9100,job=node"] != a || got["node_load1,instance=b:9100,job=node"] != bb {
+			t.Fatalf("%s: points per series %v, want a=%d b=%d", when, got, a, bb)
+		}
+	}
+	check("after delete_series", 60, 120)
+	// With no start or end, all of it, through PUT.
+	req := url.Values{"match[]": {`{__name__="node_load1",instance="b:9100"}`}}
+	if code, body := s.do("PUT", "/api/v1/admin/tsdb/delete_series?"+req.Encode(), "", nil); code != 204 {
+		t.Fatalf("delete_series all time: %d %s", code, body)
+	}
+	if got := counts(); len(got) != 1 || got["node_load1,instance=a:9100,job=node"] != 60 {
+		t.Fatalf("after deleting b: %v", got)
+	}
+	if code, body := s.do("POST", "/api/v1/admin/tsdb/clean_tombstones", "", nil); code != 204 {
+		t.Fatalf("clean_tombstones: %d %s", code, body)
+	}
+	s.kill()
+	s.restart()
+	if got := counts(); len(got) != 1 || got["node_load1,instance=a:9100,job=node"] != 60 {
+		t.Fatalf("after kill -9: %v", got)
+	}
 }

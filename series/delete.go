@@ -233,19 +233,31 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 	mw := l.MetricWidth
 	want := make(map[string]bool, len(tsuids))
 	byMetric := map[string][][]byte{}
+	type span struct{ first, last int64 }
+	spans := map[string]span{}
 	for _, id := range tsuids {
-		if !want[string(id)] {
-			want[string(id)] = true
-			byMetric[string(id[:mw])] = append(byMetric[string(id[:mw])], id)
+		// The index knows the days in which a series had data: the rows
+		// to visit lie within them (a delete of all time visits years,
+		// not centuries).
+		first, last, ok := h.index.dataSpan(id, start, end)
+		if !ok || want[string(id)] {
+			continue
 		}
+		want[string(id)] = true
+		m := string(id[:mw])
+		byMetric[m] = append(byMetric[m], id)
+		if sp, seen := spans[m]; seen {
+			first, last = min(first, sp.first), max(last, sp.last)
+		}
+		spans[m] = span{first, last}
 	}
-	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
 	total := 0
 	var (
 		tsuid []byte
 		pts   []chunk.Point
 	)
 	for metric, ids := range byMetric {
+		h0, h1 := rowkey.HourOf(spans[metric].first), rowkey.HourOf(spans[metric].last)
 		sort.Slice(ids, func(i, j int) bool { return string(ids[i]) < string(ids[j]) })
 		exact := len(ids) <= deleteExactRows
 		window := int64(24)

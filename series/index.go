@@ -327,6 +327,20 @@ func (ix *Index) Len() int {
 	return ix.count
 }
 
+// dataSpan returns the part of [start, end] (ms) that lies within the days
+// in which the series tsuid had data; ok is false when none does.
+func (ix *Index) dataSpan(tsuid []byte, start, end int64) (first, last int64, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e := ix.byTSUID[string(tsuid)]
+	if e == nil || len(e.days) == 0 || !e.hasDays(dayOf(start), dayOf(end)) {
+		return 0, 0, false
+	}
+	first = max(start, int64(e.days[0].first)*dayMs)
+	last = min(end, int64(e.days[len(e.days)-1].last+1)*dayMs-1)
+	return first, last, first <= last
+}
+
 // Lookup returns the entry of a TSUID.
 func (ix *Index) Lookup(tsuid []byte) *Entry {
 	ix.mu.RLock()
