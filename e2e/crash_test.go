@@ -14,8 +14,9 @@ import (
 func nowMs() int64 { return time.Now().UnixMilli() }
 
 // TestCrash kills the real binary with SIGKILL at random moments while
-// clients write, many times over, and then checks that every acknowledged
-// point is there, none twice, and nothing that was never sent.
+// clients write and delete, many times over, and then checks that every
+// acknowledged point is there, none twice, and nothing that was never sent,
+// and that no point of an acknowledged delete came back.
 func TestCrash(t *testing.T) {
 	rounds := 20
 	if v := os.Getenv("HOURGLASS_CRASH_ROUNDS"); v != "" {
@@ -27,8 +28,21 @@ func TestCrash(t *testing.T) {
 	}
 	const writers = 4
 	rng := rand.New(rand.NewSource(1))
-	s := start(t, t.TempDir())
+	s := start(t, t.TempDir(), "-allow-delete")
 	base := nowMs() - 2*3_600_000 // spans hours, so seals happen while we kill
+	// A victim series, a point a second for two hours, from which each
+	// round deletes a random range while the writers write.
+	var victim []point
+	for i := int64(0); i < 7200; i++ {
+		victim = append(victim, point{metric: "crash.victim", tags: map[string]string{"host": "v"}, ts: base + i*1000, value: i})
+	}
+	for i := 0; i < len(victim); i += 1800 {
+		if code, body := s.do("POST", "/api/put", "application/json", putBody(victim[i:i+1800])); code != http.StatusNoContent {
+			t.Fatalf("victim put: %d %s", code, body)
+		}
+	}
+	type span struct{ from, to int64 }
+	var tried, deleted []span // every delete sent; those acknowledged
 	var mu sync.Mutex
 	sent := map[string]point{} // by series and timestamp: every point ever sent
 	acked := map[string]point{}
@@ -74,6 +88,31 @@ func TestCrash(t *testing.T) {
 				}
 			}(w)
 		}
+		a := base + rng.Int63n(7200)*1000 + rng.Int63n(1000)
+		d := span{a, a + rng.Int63n(600_000)}
+		tried = append(tried, d)
+		wg.Add(1)
+		go func(delay time.Duration) {
+			defer wg.Done()
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return
+			}
+			body := `{"start":` + strconv.FormatInt(d.from, 10) + `,"end":` + strconv.FormatInt(d.to, 10) +
+				`,"delete":true,"queries":[{"metric":"crash.victim","aggregator":"none"}]}`
+			req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/api/query", bytesReader([]byte(body)))
+			resp, err := client.Do(req)
+			if err != nil {
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				mu.Lock()
+				deleted = append(deleted, d)
+				mu.Unlock()
+			}
+		}(time.Duration(rng.Intn(300)) * time.Millisecond)
 		time.Sleep(time.Duration(50+rng.Intn(400)) * time.Millisecond)
 		s.kill()
 		cancel()
@@ -108,7 +147,33 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("acknowledged point %s is missing after %d kills", k, rounds)
 		}
 	}
-	t.Logf("%d rounds: %d points sent, %d acknowledged, %d found", rounds, len(sent), len(acked), found)
+	// The victim: gone where an acknowledged delete covered it, there
+	// where no delete was even tried.
+	left := map[int64]bool{}
+	for _, dps := range s.raw("crash.victim", base, base+7200_000) {
+		for _, dp := range dps {
+			ts, _ := strconv.ParseInt(string(dp[0]), 10, 64)
+			left[ts] = true
+		}
+	}
+	in := func(ts int64, spans []span) bool {
+		for _, d := range spans {
+			if ts >= d.from && ts <= d.to {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range victim {
+		switch {
+		case in(p.ts, deleted) && left[p.ts]:
+			t.Fatalf("victim point %d came back after an acknowledged delete", p.ts)
+		case !in(p.ts, tried) && !left[p.ts]:
+			t.Fatalf("victim point %d is missing, and no delete covered it", p.ts)
+		}
+	}
+	t.Logf("%d rounds: %d points sent, %d acknowledged, %d found; %d of %d deletes acknowledged, %d victim points left",
+		rounds, len(sent), len(acked), found, len(deleted), len(tried), len(left))
 	if len(acked) == 0 {
 		t.Fatal("no write was acknowledged: the test proved nothing")
 	}
