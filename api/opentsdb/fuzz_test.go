@@ -384,3 +384,54 @@ func FuzzLineParserCache(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPutDecoderCache checks that a reused PutDecoder, which remembers the
+// tags objects it has decoded, reports every point of a stream of bodies as
+// a fresh decoder reports that point alone.
+func FuzzPutDecoderCache(f *testing.F) {
+	f.Add([]byte(`[{"metric":"m","timestamp":1,"value":1,"tags":{"k":"v","j":"w"}},{"metric":"m!","timestamp":2,"value":2,"tags":{"k":"v","j":"w"}}]`),
+		[]byte(`[{"tags":{"k":"v","j":"w"},"metric":"n","timestamp":1,"value":"NaN"},{"metric":"m","timestamp":1,"value":1,"tags":{"k":"v","k":"v"}}]`))
+	f.Add([]byte(`[{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1","b":"2","c":"3","d":"4","e":"5"}},{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1","b":"2","c":"3","d":"4","e":"5"}}]`),
+		[]byte(`{"metric":"m","timestamp":1,"value":1,"tags":{"k":"v","k":"w"}}`))
+	f.Add([]byte(`[{"metric":"m","timestamp":1,"value":1,"tags":{"k":null}},{"metric":"m","timestamp":1,"value":1,"tags":{"k":"aaaaaaaaaaaaaaaaaaaa"}}]`),
+		[]byte(`[{"metric":"m","timestamp":1,"value":1,"tags":{"k":"v\u0021"}},{"metric":"m","timestamp":1,"value":1,"tags":{"k":1}}]`))
+	f.Fuzz(func(t *testing.T, body1, body2 []byte) {
+		l := Limits{MaxTags: 4, MaxNameLen: 16}
+		d := PutDecoder{Limits: l}
+		for _, body := range [][]byte{body1, body2, body1} {
+			_ = d.Decode(body, func(i int, dp *DataPoint, err error) error {
+				raw := append([]byte(nil), d.Raw()...)
+				if raw[0] != '{' {
+					return nil // alone, it would be a body of its own kind
+				}
+				var want DataPoint
+				var werr error
+				n := 0
+				if e := ParsePut(raw, l, func(_ int, dp *DataPoint, err error) error {
+					n++
+					if dp != nil {
+						want = *dp
+						want.Tags = append([]Tag(nil), dp.Tags...)
+					}
+					werr = err
+					return nil
+				}); e != nil || n != 1 {
+					return nil // not a point alone (a scalar element, say)
+				}
+				if (err == nil) != (werr == nil) {
+					t.Fatalf("%s: %v, alone %v", raw, err, werr)
+				}
+				if err != nil {
+					if err.(*PointError).Message != werr.(*PointError).Message {
+						t.Fatalf("%s: %v, alone %v", raw, err, werr)
+					}
+					return nil
+				}
+				if !samePoint(*dp, want) {
+					t.Fatalf("%s:\ngot   %+v\nalone %+v", raw, *dp, want)
+				}
+				return nil
+			})
+		}
+	})
+}

@@ -22,7 +22,10 @@ type PutDecoder struct {
 	// validity: tag keys (and many values) repeat in place from one point
 	// to the next, and a comparison is cheaper than interning.
 	memo    []tagMemo
-	memoLen int    // the name length limit memo's validity was computed for
+	memoLen int // the name length limit memo's validity was computed for
+	// tagSets holds the tags objects that decoded without a message, by
+	// their bytes: a series' tags are sent the same way every time.
+	tagSets seriesCache
 	raw     []byte // the element being reported
 	strBuf  []byte // unescaped strings, reused
 	valBuf  []byte // an unescaped value string, reused
@@ -308,7 +311,7 @@ func (d *PutDecoder) point(b []byte, i int) (next int, msg string, err error) {
 			dp.Tags, tagMsg, tagsValid = dp.Tags[:0], "", true
 			if i < len(b) && b[i] == '{' {
 				tagsKind = kindText
-				i, tagMsg, tagsValid, err = d.tags(b, i, maxLen)
+				i, tagsValid, err = d.tagsCached(b, i, maxLen, &tagMsg)
 			} else {
 				_, tagsKind, _, i, err = scalar(b, i, &d.strBuf)
 				if tagsKind == kindText {
@@ -363,6 +366,21 @@ done:
 		return i, err.(*PointError).Message, nil
 	}
 	return i, "", nil
+}
+
+// tagsCached is tags, for an object sent before by its bytes.
+func (d *PutDecoder) tagsCached(b []byte, i, maxLen int, msg *string) (next int, valid bool, err error) {
+	if end, err := skipValue(b, i, 1); err == nil {
+		if e, ok := d.tagSets.get(b[i:end], d.Limits); ok {
+			d.dp.Tags = append(d.dp.Tags[:0], e.tags...)
+			return end, e.valid, nil
+		}
+	}
+	next, *msg, valid, err = d.tags(b, i, maxLen)
+	if err == nil && *msg == "" {
+		d.tagSets.put(b[i:next], d.Limits, "", d.dp.Tags, valid)
+	}
+	return next, valid, err
 }
 
 // tags decodes the tags object at b[i] into d.dp.Tags, collapsing a pair sent
