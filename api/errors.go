@@ -52,7 +52,7 @@ func openTSDBStatus(err error) (int, string, string) {
 		return http.StatusRequestTimeout, "Query timed out: it ran past the configured query timeout", ""
 	case errors.Is(err, ingest.ErrInvalid):
 		return http.StatusBadRequest, err.Error(), ""
-	case errors.Is(err, uid.ErrFull):
+	case errors.Is(err, uid.ErrFull), errors.Is(err, series.ErrOutOfRetention):
 		return http.StatusBadRequest, err.Error(), ""
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
 		return http.StatusServiceUnavailable, "Storage unavailable: " + err.Error(), "retry later"

@@ -263,9 +263,9 @@ func (ws *promWriteState) commit() error {
 		return err
 	}
 	for _, err := range b.CommitErrors() {
-		// A full UID space is the data's fault, not worth a retry; anything
-		// else is the storage's.
-		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) {
+		// A full UID space or a point past the retention is the data's
+		// fault, not worth a retry; anything else is the storage's.
+		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) && !errors.Is(err, series.ErrOutOfRetention) {
 			ws.o.written += int64(b.Len() - b.Failed())
 			b.Reset()
 			return err

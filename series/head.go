@@ -40,6 +40,11 @@ type Options struct {
 	// CloseTimeout bounds how long Close waits for the store to take the
 	// head; past it the WAL keeps what is left. Default 1 minute.
 	CloseTimeout time.Duration
+	// Retention is how long data is kept; 0 keeps it for ever. Rows whose
+	// hour ended longer ago are dropped every RetentionInterval (default
+	// 1 hour) and at start, and older points are refused (retention.go).
+	Retention         time.Duration
+	RetentionInterval time.Duration
 	// IndexSync makes nodes that share one store learn each other's series
 	// (index_sync.go). Off by default: a node alone needs none of it.
 	IndexSync  IndexSyncOptions
@@ -66,6 +71,9 @@ func (o *Options) fill() {
 	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = time.Minute
+	}
+	if o.RetentionInterval <= 0 {
+		o.RetentionInterval = time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -226,6 +234,10 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*
 		h.done.Add(1)
 		go h.syncLoop()
 	}
+	if opts.Retention > 0 {
+		h.done.Add(1)
+		go h.retentionLoop()
+	}
 	return h, nil
 }
 
@@ -377,7 +389,15 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 	}
 	series := make([]*memSeries, len(samples))
 	ok := 0
+	cutoff := int64(math.MinInt64)
+	if h.opts.Retention > 0 {
+		cutoff = h.retentionCutoff(h.opts.Now())
+	}
 	for i := range samples {
+		if samples[i].T < cutoff {
+			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, samples[i].T, cutoff)
+			continue
+		}
 		s, err := h.getOrCreate(ctx, samples[i].Labels)
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {

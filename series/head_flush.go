@@ -132,8 +132,17 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 	var muts []store.Mutation
 	layout := h.opts.Layout
 	var merged []chunk.Point
+	cutoff := int64(math.MinInt64)
+	if h.opts.Retention > 0 {
+		cutoff = h.retentionCutoff(h.opts.Now())
+	}
 	for _, w := range rowWork(batch) {
 		c, pts := w.c, w.pts
+		if c.hour < cutoff {
+			// Past the retention while it waited (or replayed from an old
+			// WAL): the row would only be dropped again.
+			continue
+		}
 		s := c.s
 		row := layout.AppendRowKey(nil, s.tsuid, c.hour)
 		ri, err := h.rowInfo(ctx, s, c.hour, row)

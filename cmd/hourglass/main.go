@@ -56,6 +56,8 @@ func run(args []string) error {
 	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", 0, "bytes of a WAL segment (default 128 MiB)")
 	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", 0, "bytes of WAL past which the oldest open chunks are written early (default 1 GiB)")
 	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", 0, "points of one chunk (one cell); default chosen by benchmark, see docs/format/chunk.md")
+	fs.DurationVar(&cfg.Retention, "retention", 0, "how long data is kept, e.g. 8760h; older rows are dropped a key range at a time and older points refused (default: for ever)")
+	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", 0, "how often data past -retention is dropped (default 1h)")
 	fs.DurationVar(&cfg.SealGrace, "seal-grace", 0, "how long after its hour an open chunk waits for late points (default 10m)")
 	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "block cache of the embedded store (default 128 MiB)")
 	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", 0, "UID cache, both directions (default 64 MiB)")

@@ -53,6 +53,11 @@ type Config struct {
 	ChunkMaxPoints int
 	SealGrace      time.Duration
 
+	// Retention is how long data is kept (0: for ever); RetentionInterval
+	// how often what is older is dropped.
+	Retention         time.Duration
+	RetentionInterval time.Duration
+
 	StoreCacheBytes int64
 	UIDCacheBytes   int
 
@@ -166,10 +171,12 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 			Compress:    true,
 			Logger:      log.With("component", "wal"),
 		},
-		WALMaxBytes: cfg.WALMaxBytes,
-		IndexSync:   series.IndexSyncOptions{Interval: cfg.IndexSyncInterval},
-		Logger:      log.With("component", "head"),
-		Registerer:  reg,
+		WALMaxBytes:       cfg.WALMaxBytes,
+		Retention:         cfg.Retention,
+		RetentionInterval: cfg.RetentionInterval,
+		IndexSync:         series.IndexSyncOptions{Interval: cfg.IndexSyncInterval},
+		Logger:            log.With("component", "head"),
+		Registerer:        reg,
 	})
 	if err != nil {
 		return err

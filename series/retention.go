@@ -1,0 +1,190 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"hourglass/rowkey"
+	"hourglass/store"
+)
+
+// Retention (Options.Retention): rows whose hour ended more than the
+// retention ago are dropped a key range at a time — one range per metric
+// and salt bucket, never point by point — and the index forgets the days
+// they held, and the series left with no day at all. Points older than the
+// retention are refused at the door, so the head never writes such rows back.
+
+// ErrOutOfRetention is the error of a point older than the retention.
+var ErrOutOfRetention = errors.New("point older than the retention period")
+
+// retentionCutoff returns the first hour (ms) the retention keeps at now.
+func (h *Head) retentionCutoff(now time.Time) int64 {
+	return rowkey.HourOf(now.Add(-h.opts.Retention).UnixMilli())
+}
+
+// retentionLoop applies the retention at start and every RetentionInterval.
+func (h *Head) retentionLoop() {
+	defer h.done.Done()
+	t := time.NewTicker(h.opts.RetentionInterval)
+	defer t.Stop()
+	for {
+		if _, err := h.ApplyRetention(context.Background()); err != nil {
+			h.opts.Logger.Error("applying the retention failed; trying again later", "err", err)
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RetentionReport says what one pass of the retention did.
+type RetentionReport struct {
+	Cutoff        int64 // rows before this hour (ms) were dropped
+	Ranges        int   // key ranges deleted
+	SeriesDropped int   // series the index forgot
+}
+
+// ApplyRetention drops what the retention no longer keeps. It does nothing
+// when Options.Retention is 0.
+func (h *Head) ApplyRetention(ctx context.Context) (RetentionReport, error) {
+	if h.opts.Retention <= 0 {
+		return RetentionReport{}, nil
+	}
+	cutoff := h.retentionCutoff(h.opts.Now())
+	rep := RetentionReport{Cutoff: cutoff}
+	// Days that end at or before the cutoff hold only rows it drops.
+	cutoffDay := uint32(cutoff / dayMs)
+	ix := h.index
+	mw := h.opts.Layout.MetricWidth
+
+	// Which metrics (and salt buckets) have data before the cutoff.
+	old := map[string]map[byte]bool{}
+	var idle []*Entry
+	ix.mu.RLock()
+	for _, mi := range ix.metrics {
+		for _, e := range mi.series {
+			if len(e.days) == 0 || int64(e.days[0].first)*dayMs >= cutoff {
+				continue
+			}
+			m := string(e.TSUID[:mw])
+			if old[m] == nil {
+				old[m] = map[byte]bool{}
+			}
+			old[m][e.Salt] = true
+			if int64(e.days[len(e.days)-1].last+1)*dayMs <= cutoff {
+				idle = append(idle, e)
+			}
+		}
+	}
+	ix.mu.RUnlock()
+
+	metrics := make([]string, 0, len(old))
+	for m := range old {
+		metrics = append(metrics, m)
+	}
+	sort.Strings(metrics)
+	for _, m := range metrics {
+		for salt := range old[m] {
+			// MetricRange's hours are inclusive: up to the hour before the cutoff.
+			r := h.opts.Layout.MetricRange(salt, []byte(m), 0, cutoff-rowkey.HourMs)
+			if err := h.st.DeleteRange(ctx, store.TableData, r); err != nil {
+				return rep, fmt.Errorf("series: retention: deleting old rows: %w", err)
+			}
+			rep.Ranges++
+		}
+	}
+
+	// The index: days before the cutoff go; series with none left go,
+	// unless the head holds them (they are being written to).
+	var muts []store.Mutation
+	var drop []*Entry
+	ix.mu.Lock()
+	for _, mi := range ix.metrics {
+		for _, e := range mi.series {
+			for len(e.days) > 0 && e.days[0].first < cutoffDay {
+				d := &e.days[0]
+				last := min(d.last, cutoffDay-1)
+				for day := d.first; day <= last; day++ {
+					muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: dayQualifier(day), Delete: true})
+				}
+				if d.last < cutoffDay {
+					e.days = e.days[1:]
+				} else {
+					d.first = cutoffDay
+				}
+			}
+		}
+	}
+	ix.mu.Unlock()
+	for _, e := range idle {
+		sh := h.shard(e.Labels)
+		sh.mu.RLock()
+		_, busy := sh.m[e.Labels]
+		sh.mu.RUnlock()
+		if !busy {
+			drop = append(drop, e)
+		}
+	}
+	ix.mu.Lock()
+	for _, e := range drop {
+		// A point may have arrived since: its day keeps the series.
+		if len(e.days) == 0 && ix.removeLocked(e) {
+			muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: qualLabels, Delete: true})
+			rep.SeriesDropped++
+		}
+	}
+	ix.mu.Unlock()
+	for len(muts) > 0 {
+		n := min(len(muts), 10000)
+		if err := h.st.Write(ctx, store.TableIndex, muts[:n]); err != nil {
+			return rep, fmt.Errorf("series: retention: updating the index: %w", err)
+		}
+		muts = muts[n:]
+	}
+	if rep.Ranges > 0 || rep.SeriesDropped > 0 {
+		h.opts.Logger.Info("retention applied", "before", time.UnixMilli(cutoff).UTC(), "ranges", rep.Ranges, "series_dropped", rep.SeriesDropped)
+	}
+	return rep, nil
+}
+
+// removeLocked takes e out of the index; false if it was not in it.
+func (ix *Index) removeLocked(e *Entry) bool {
+	if ix.byTSUID[string(e.TSUID)] != e {
+		return false
+	}
+	delete(ix.byTSUID, string(e.TSUID))
+	ix.count--
+	m := e.Labels.Metric()
+	mi := ix.metrics[m]
+	mi.series = removeEntry(mi.series, e)
+	e.Labels.Range(func(k, v string) bool {
+		t := Tag{k, v}
+		if p := removeEntry(mi.postings[t], e); len(p) > 0 {
+			mi.postings[t] = p
+		} else {
+			delete(mi.postings, t)
+		}
+		if mi.keys[k]--; mi.keys[k] <= 0 {
+			delete(mi.keys, k)
+		}
+		return true
+	})
+	if len(mi.series) == 0 {
+		delete(ix.metrics, m)
+	}
+	return true
+}
+
+func removeEntry(list []*Entry, e *Entry) []*Entry {
+	for i, x := range list {
+		if x == e {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
