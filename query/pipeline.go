@@ -53,25 +53,88 @@ func (e *Engine) Run(ctx context.Context, req Request) ([]Result, error) {
 // aligned down to the interval and then the hour, as OpenTSDB does, so the
 // first bucket is whole and the first rate in range has a predecessor;
 // Process trims the result to the range at the end.
+//
+// With a downsample spec, Fetch returns each series downsampled: its
+// points go into their buckets as they are decoded, and are never held
+// all at once. Series.RawPoints still counts the points read; Process
+// knows not to downsample these series again.
 func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	sel := req.Selector
 	if req.Downsample != nil || req.Rate {
 		sel.Start = scanStart(req)
 	}
-	var ss []Series
-	var err error
-	if req.Entries != nil {
-		if e.limits.MaxSeries > 0 && len(req.Entries) > e.limits.MaxSeries {
+	entries := req.Entries
+	if entries != nil {
+		if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
 			return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
 		}
-		ss, err = e.ReadEntries(ctx, req.Entries, sel.Start, sel.End)
 	} else {
-		ss, err = e.Select(ctx, sel)
+		var err error
+		if entries, err = e.selectEntries(sel); err != nil {
+			return nil, err
+		}
 	}
+	if req.Downsample == nil {
+		return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
+	}
+	return e.readDownsampled(ctx, entries, sel.Start, sel.End, *req.Downsample, req.Location)
+}
+
+// readDownsampled is read with each series downsampled with spec over
+// [start, end] as its points are decoded.
+func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, start, end int64, spec downsample.Spec, loc *time.Location) ([]Series, error) {
+	if len(entries) == 0 || end < start {
+		return nil, nil
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	out := make([]Series, len(entries))
+	for i, en := range entries {
+		out[i] = Series{Labels: en.Labels, TSUID: en.TSUID, downsampled: true}
+	}
+	// Without fill, a bucket holds a point at least; with it, every
+	// bucket of the range is emitted.
+	buckets := 1
+	if !spec.All && !spec.Calendar && spec.Interval > 0 {
+		buckets = int(min((end-start)/spec.Interval+2, 1<<16))
+	}
+	_, err := e.scan(ctx, entries, start, end, e.limits.MaxPoints, func(w *worker, idx []int, scs []seriesCells) error {
+		for _, i := range idx {
+			sc := &scs[i]
+			out[i].RawPoints = sc.n
+			if sc.n == 0 {
+				continue
+			}
+			var dst []chunk.Point
+			if !spec.Calendar {
+				c := buckets
+				if spec.Fill == downsample.FillNone {
+					c = min(c, sc.n)
+				}
+				dst = make([]chunk.Point, 0, c)
+			}
+			w.ds.Reset(dst, spec, start, end, loc)
+			w.pts.reset(sc, start, end, w.minFirst)
+			for w.pts.next() {
+				w.ds.Add(w.pts.t, w.pts.v)
+			}
+			out[i].Points = w.ds.Finish()
+			if err := w.pts.err; err != nil {
+				return corruptSeries(entries[i], err)
+			}
+			sc.cells = nil
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return ss, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Labels < out[j].Labels })
+	return out, nil
 }
 
 // Process runs the per-series and cross-series steps of the request over
@@ -85,7 +148,7 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 	// (the index knows series by day, not by the millisecond).
 	kept := ss[:0]
 	for _, s := range ss {
-		if len(s.Points) > 0 {
+		if len(s.Points) > 0 || s.downsampled && s.RawPoints > 0 {
 			kept = append(kept, s)
 		}
 	}
@@ -97,7 +160,7 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 	// Per series: downsample, then rate.
 	for i := range ss {
 		pts := ss[i].Points
-		if req.Downsample != nil {
+		if req.Downsample != nil && !ss[i].downsampled {
 			pts = downsample.Downsample(nil, pts, *req.Downsample, sel.Start, req.End, loc)
 		}
 		if req.Rate {

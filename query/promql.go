@@ -13,10 +13,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
 
-	"hourglass/chunk"
 	"hourglass/series"
 )
 
@@ -128,7 +126,7 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 			return q.samplesError()
 		}
 	}
-	read, err := q.e.read(ctx, entries, start, end, budget)
+	scs, err := q.e.scan(ctx, entries, start, end, budget, nil)
 	if err != nil {
 		var le *LimitError
 		switch {
@@ -142,10 +140,8 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 		return promql.ErrStorage{Err: err}
 	}
 	n := 0
-	byTSUID := make(map[string][]chunk.Point, len(read))
-	for _, r := range read {
-		byTSUID[string(r.TSUID)] = r.Points
-		n += len(r.Points)
+	for i := range scs {
+		n += scs[i].n
 	}
 	q.mu.Lock()
 	q.samples += n
@@ -154,8 +150,8 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	if over {
 		return q.samplesError()
 	}
-	for _, s := range ss {
-		s.pts = byTSUID[string(s.entry.TSUID)]
+	for i, s := range ss {
+		s.cells, s.start, s.end = &scs[i], start, end
 	}
 	return nil
 }
@@ -376,34 +372,99 @@ func (s *promSeriesSet) Err() error                        { return nil }
 func (s *promSeriesSet) Warnings() annotations.Annotations { return nil }
 
 type promSeries struct {
-	lbls  labels.Labels
-	entry *series.Entry
-	pts   []chunk.Point
+	lbls       labels.Labels
+	entry      *series.Entry
+	cells      *seriesCells // nil: no samples
+	start, end int64
 }
 
 func (s *promSeries) Labels() labels.Labels { return s.lbls }
 
-// Iterator returns Prometheus' own list iterator over the points: integers
-// written over OpenTSDB read as floats, floats bit for bit (staleness
-// markers included, which the PromQL engine then honours).
-func (s *promSeries) Iterator(chunkenc.Iterator) chunkenc.Iterator {
-	return storage.NewListSeriesIterator(pointList(s.pts))
+// Iterator returns an iterator that decodes the series' cells as it goes,
+// merged with the head's points: integers written over OpenTSDB read as
+// floats, floats bit for bit (staleness markers included, which the PromQL
+// engine then honours).
+func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
+	it, ok := reuse.(*promIterator[int64])
+	if !ok {
+		it = &promIterator[int64]{}
+	}
+	it.s, it.state, it.err = s, iterFresh, nil
+	if s.cells == nil {
+		it.state = iterDone
+		return it
+	}
+	it.minFirst = it.p.reset(s.cells, s.start, s.end, it.minFirst)
+	return it
 }
 
-// pointList presents points as storage.Samples without copying them.
-type pointList []chunk.Point
+const (
+	iterFresh = iota // before the first Next or Seek
+	iterAt           // at a sample
+	iterDone         // exhausted
+)
 
-func (l pointList) Get(i int) chunks.Sample { return pointSample{&l[i]} }
-func (l pointList) Len() int                { return len(l) }
+// promIterator is a chunkenc.Iterator over one promSeries. It is generic
+// over the timestamp type only because go vet's stdmethods check takes any
+// method Seek(int64...) for io.Seeker's; it is only used as
+// promIterator[int64].
+type promIterator[T ~int64] struct {
+	s        *promSeries
+	p        points
+	minFirst []int64
+	state    int
+	err      error
+}
 
-// pointSample is one point as a chunks.Sample; holding only a pointer, it
-// goes into the interface without an allocation.
-type pointSample struct{ p *chunk.Point }
+func (it *promIterator[T]) Next() chunkenc.ValueType {
+	if it.state == iterDone {
+		return chunkenc.ValNone
+	}
+	if !it.p.next() {
+		it.done()
+		return chunkenc.ValNone
+	}
+	it.state = iterAt
+	return chunkenc.ValFloat
+}
 
-func (s pointSample) T() int64                      { return s.p.T }
-func (s pointSample) ST() int64                     { return 0 }
-func (s pointSample) F() float64                    { return s.p.V.Float() }
-func (s pointSample) H() *histogram.Histogram       { return nil }
-func (s pointSample) FH() *histogram.FloatHistogram { return nil }
-func (s pointSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s pointSample) Copy() chunks.Sample           { c := *s.p; return pointSample{&c} }
+func (it *promIterator[T]) done() {
+	it.state = iterDone
+	if err := it.p.err; err != nil {
+		it.err = promql.ErrStorage{Err: corruptSeries(it.s.entry, err)}
+	}
+}
+
+func (it *promIterator[T]) Seek(t T) chunkenc.ValueType {
+	switch it.state {
+	case iterDone:
+		return chunkenc.ValNone
+	case iterAt:
+		if it.p.t >= int64(t) {
+			return chunkenc.ValFloat
+		}
+	}
+	for it.p.next() {
+		if it.p.t >= int64(t) {
+			it.state = iterAt
+			return chunkenc.ValFloat
+		}
+	}
+	it.done()
+	return chunkenc.ValNone
+}
+
+func (it *promIterator[T]) At() (int64, float64) { return it.p.t, it.p.v.Float() }
+func (it *promIterator[T]) AtT() int64           { return it.p.t }
+func (it *promIterator[T]) AtST() int64          { return 0 }
+func (it *promIterator[T]) Err() error           { return it.err }
+
+var _ chunkenc.Iterator = (*promIterator[int64])(nil)
+
+func (it *promIterator[T]) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
+	return it.p.t, nil
+}
+
+func (it *promIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	return it.p.t, nil
+}

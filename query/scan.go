@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"hourglass/chunk"
+	"hourglass/downsample"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/store"
@@ -48,11 +49,19 @@ type Selector struct {
 	Start, End   int64 // ms, both inclusive
 }
 
-// Series is one series and its points in the selected range, sorted, one per timestamp.
+// Series is one series and its points in the selected range, sorted, one
+// per timestamp. Fetch returns a request's downsampled series already
+// downsampled (see Fetch).
 type Series struct {
 	Labels series.Labels
 	TSUID  []byte
 	Points []chunk.Point
+	// RawPoints is the number of points read for the series in the range,
+	// from the store and the head (a point held by both counts twice):
+	// len(Points) before downsampling.
+	RawPoints int
+
+	downsampled bool // Points are the buckets of the request's downsample spec
 }
 
 // Engine runs reads over a head and its store. It is safe for concurrent use.
@@ -76,11 +85,20 @@ func (e *Engine) Limits() Limits { return e.limits }
 
 // Select returns the selected series with their points, sorted by labels.
 func (e *Engine) Select(ctx context.Context, sel Selector) ([]Series, error) {
+	entries, err := e.selectEntries(sel)
+	if err != nil {
+		return nil, err
+	}
+	return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
+}
+
+// selectEntries returns the index entries sel selects, within the series limit.
+func (e *Engine) selectEntries(sel Selector) ([]*series.Entry, error) {
 	entries := e.head.Index().Select(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End)
 	if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
 		return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
 	}
-	return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
+	return entries, nil
 }
 
 // ReadEntries returns the points of the given index entries in [start, end].
@@ -89,20 +107,75 @@ func (e *Engine) ReadEntries(ctx context.Context, entries []*series.Entry, start
 }
 
 // read returns the points of entries in [start, end]; more than maxPoints
-// raw points read from the store (0: no limit) is a LimitError.
+// raw points read from the store (0: no limit) is a LimitError. Each
+// series' points are decoded once, into a slice of the size they need.
 func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end int64, maxPoints int) ([]Series, error) {
 	if len(entries) == 0 || end < start {
 		return nil, nil
 	}
 	out := make([]Series, len(entries))
-	// The head first: a chunk leaves the head only once it is in the store,
-	// so whatever the snapshot misses the scan below sees.
-	heads := make([][]chunk.Point, len(entries))
-	var total int64 // points read, the head's and the store's
 	for i, en := range entries {
 		out[i] = Series{Labels: en.Labels, TSUID: en.TSUID}
-		heads[i] = e.head.Snapshot(en.Labels, start, end, nil)
-		total += int64(len(heads[i]))
+	}
+	_, err := e.scan(ctx, entries, start, end, maxPoints, func(w *worker, idx []int, scs []seriesCells) error {
+		total := 0
+		for _, i := range idx {
+			total += scs[i].n
+		}
+		slab := make([]chunk.Point, 0, total)
+		for _, i := range idx {
+			sc := &scs[i]
+			out[i].RawPoints = sc.n
+			if sc.n == 0 {
+				continue
+			}
+			w.pts.reset(sc, start, end, w.minFirst)
+			n := len(slab)
+			for w.pts.next() {
+				slab = append(slab, chunk.Point{T: w.pts.t, V: w.pts.v})
+			}
+			if err := w.pts.err; err != nil {
+				return corruptSeries(entries[i], err)
+			}
+			if len(slab) > n {
+				out[i].Points = slab[n:len(slab):len(slab)]
+			}
+			sc.cells = nil
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Labels < out[j].Labels })
+	return out, nil
+}
+
+// worker is one bucket's scratch space.
+type worker struct {
+	pts      points
+	minFirst []int64
+	ds       downsample.Downsampler
+}
+
+// scan reads the cells of entries in [start, end], one goroutine per salt
+// bucket, with the head's points, and returns them by entry. After a
+// bucket is scanned and the points limit checked, its goroutine calls
+// consume (when not nil) with the indexes of the entries it read; consume
+// may decode them and drop their cells. More than maxPoints points read
+// (0: no limit) is a LimitError.
+func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, maxPoints int, consume func(w *worker, idx []int, scs []seriesCells) error) ([]seriesCells, error) {
+	scs := make([]seriesCells, len(entries))
+	// The head first: a chunk leaves the head only once it is in the store,
+	// so whatever the snapshot misses the scan below sees.
+	var total int64 // points read, the head's and the store's
+	for i, en := range entries {
+		scs[i].head = e.head.Snapshot(en.Labels, start, end, nil)
+		scs[i].n = len(scs[i].head)
+		total += int64(scs[i].n)
 	}
 	if maxPoints > 0 && total > int64(maxPoints) {
 		return nil, &LimitError{What: "points", Limit: maxPoints}
@@ -122,16 +195,29 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 		sem <- struct{}{}
 		go func(salt byte, idx []int) {
 			defer func() { <-sem; wg.Done() }()
-			n, err := e.scanBucket(ctx, salt, entries, idx, out, start, end)
+			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end)
 			mu.Lock()
-			defer mu.Unlock()
 			total += n
 			if err == nil && maxPoints > 0 && total > int64(maxPoints) {
 				err = &LimitError{What: "points", Limit: maxPoints}
 			}
-			if err != nil && firstErr == nil {
-				firstErr = err
-				cancel()
+			if err == nil && firstErr != nil {
+				err = firstErr
+			}
+			mu.Unlock()
+			if err == nil && consume != nil {
+				w := workers.Get().(*worker)
+				err = consume(w, idx, scs)
+				w.pts = points{rest: w.pts.rest[:0]}
+				workers.Put(w)
+			}
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
 			}
 		}(salt, idx)
 	}
@@ -139,15 +225,20 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	for i := range out {
-		out[i].Points = mergeHead(series.SortDedup(out[i].Points), heads[i])
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Labels < out[j].Labels })
-	return out, nil
+	return scs, nil
 }
 
-// scanBucket reads the rows of one salt bucket for the series idx of entries.
-func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, out []Series, start, end int64) (int64, error) {
+var workers = sync.Pool{New: func() any { return new(worker) }}
+
+// corruptSeries is the error of a series whose cell does not decode.
+func corruptSeries(en *series.Entry, err error) error {
+	return fmt.Errorf("query: corrupt cell of series %x: %w", en.TSUID, err)
+}
+
+// scanBucket reads the rows of one salt bucket for the series idx of
+// entries into scs, keeping each cell's bytes, and returns the number of
+// points in [start, end] they hold.
+func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, scs []seriesCells, start, end int64) (int64, error) {
 	l := e.layout
 	mw := l.MetricWidth
 	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
@@ -168,9 +259,20 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 		// filtering rows of series not asked for as they pass.
 		if int64(len(ids))*hours <= 4096 {
 			sort.Slice(ids, func(a, b int) bool { return string(entries[ids[a]].TSUID) < string(entries[ids[b]].TSUID) })
+			// Every key and its end (the key and a zero byte, as
+			// store.RowRange makes it) in one allocation.
+			size := 0
+			for _, i := range ids {
+				size += 2*len(l.AppendRowKey(nil, entries[i].TSUID, h0)) + 1
+			}
+			keys := make([]byte, 0, size*int(hours))
 			for h := h0; h <= h1; h += rowkey.HourMs {
 				for _, i := range ids {
-					ranges = append(ranges, store.RowRange(l.AppendRowKey(nil, entries[i].TSUID, h)))
+					k := len(keys)
+					keys = l.AppendRowKey(keys, entries[i].TSUID, h)
+					e := len(keys)
+					keys = append(append(keys, keys[k:e]...), 0)
+					ranges = append(ranges, store.KeyRange{Start: keys[k:e:e], End: keys[e:len(keys):len(keys)]})
 				}
 			}
 		} else {
@@ -181,6 +283,7 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 	var (
 		n       int64
 		it      chunk.Iterator
+		mem     arena
 		tsuid   []byte
 		lastRow []byte
 		cur     = -1
@@ -189,8 +292,10 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 		scanErr error
 	)
 	err = e.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
+		newRow := false
 		if string(c.Row) != string(lastRow) {
 			lastRow = append(lastRow[:0], c.Row...)
+			newRow = true
 			var s byte
 			s, hour, tsuid, err = l.ParseRowKey(tsuid[:0], c.Row)
 			if err != nil || s != salt {
@@ -211,60 +316,45 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
 			return false
 		}
-		if hour < start && !it.SeekTo(start) {
-			return true
-		} else if hour >= start && !it.Next() {
-			return true
-		}
-		pts := out[cur].Points
-		for {
-			t, v := it.At()
-			if t > end {
-				break
+		// The cell's points are in its hour, after its first point; the
+		// first cell of a row needs no more than the hour as that bound.
+		first := hour
+		var k int64
+		if hour >= start && hour+rowkey.HourMs-1 <= end {
+			k = int64(it.Len())
+			if !newRow && it.Next() {
+				first, _ = it.At()
 			}
-			pts = append(pts, chunk.Point{T: t, V: v})
-			n++
-			if !it.Next() {
-				break
+		} else {
+			ok := it.Next()
+			if ok && !newRow {
+				first, _ = it.At()
+			}
+			for ; ok; ok = it.Next() {
+				t, _ := it.At()
+				if t > end {
+					break
+				}
+				if t >= start {
+					k++
+				}
 			}
 		}
 		if err := it.Err(); err != nil {
 			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
 			return false
 		}
-		out[cur].Points = pts
+		if k == 0 {
+			return true // nothing in range
+		}
+		n += k
+		sc := &scs[cur]
+		sc.n += int(k)
+		sc.cells = append(sc.cells, cellRef{data: mem.copy(c.Value), hour: hour, first: first})
 		return true
 	})
 	if err == nil {
 		err = scanErr
 	}
 	return n, err
-}
-
-// mergeHead merges the head's points over the store's: the head wins on equal timestamps.
-func mergeHead(stored, head []chunk.Point) []chunk.Point {
-	if len(head) == 0 {
-		return stored
-	}
-	if len(stored) == 0 {
-		return head
-	}
-	out := make([]chunk.Point, 0, len(stored)+len(head))
-	i, j := 0, 0
-	for i < len(stored) && j < len(head) {
-		switch {
-		case stored[i].T < head[j].T:
-			out = append(out, stored[i])
-			i++
-		case stored[i].T > head[j].T:
-			out = append(out, head[j])
-			j++
-		default:
-			out = append(out, head[j])
-			i++
-			j++
-		}
-	}
-	out = append(out, stored[i:]...)
-	return append(out, head[j:]...)
 }

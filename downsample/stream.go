@@ -1,0 +1,185 @@
+package downsample
+
+import (
+	"math"
+	"time"
+
+	"hourglass/chunk"
+)
+
+// Downsampler computes Downsample over a series whose points arrive one at
+// a time, in increasing timestamp order, holding one bucket's state instead
+// of the whole series: a day of 10-second points into 1 h buckets needs 24
+// points of memory, not 8,640. Its output is Downsample's, bit for bit, for
+// the same points, spec, range and location.
+//
+// The zero Downsampler is not ready for use; call Reset. A Downsampler may
+// be reused through Reset, keeping its buffers. It is not safe for
+// concurrent use.
+type Downsampler struct {
+	spec       Spec
+	start, end int64
+	bk         bucketer
+	dst        []chunk.Point
+	acc        floatAcc
+	bufp       *[]float64 // median and percentiles: pooled value buffer
+	fill       chunk.Value
+
+	started bool // a point in [start, end] has arrived
+	dead    bool // no bucket can be emitted
+	seen    bool // All: a point went into the bucket
+	bs, be  int64
+	n       int // points in the current bucket
+	prevT   int64
+}
+
+// Reset prepares d to downsample one series with spec over [start, end]
+// (see Downsample), appending to dst. It panics on a spec Downsample
+// rejects.
+func (d *Downsampler) Reset(dst []chunk.Point, spec Spec, start, end int64, loc *time.Location) {
+	switch {
+	case spec.Agg == nil:
+		panic("downsample: Spec has no aggregator; use ParseSpec")
+	case spec.Agg.kind == kNone:
+		panic("downsample: cannot use the NONE aggregator for downsampling")
+	case !spec.All && spec.Interval <= 0:
+		panic("downsample: Spec has no interval; use ParseSpec")
+	}
+	d.release()
+	*d = Downsampler{spec: spec, start: start, end: end, dst: dst, prevT: math.MinInt64}
+	if spec.Agg.kind == kMedian || spec.Agg.kind == kPercentile {
+		d.bufp = floatBufs.Get().(*[]float64)
+		d.acc.buf = *d.bufp
+	}
+	d.acc.reset(spec.Agg, d.acc.buf)
+	switch spec.Fill {
+	case FillNaN, FillNull:
+		d.fill = chunk.Float(math.NaN())
+	case FillZero:
+		d.fill = chunk.Float(0)
+	}
+	if end < start {
+		d.dead = true
+		return
+	}
+	if !spec.All {
+		d.bk = newBucketer(spec, loc)
+	}
+}
+
+// release returns the pooled value buffer.
+func (d *Downsampler) release() {
+	if d.bufp != nil {
+		*d.bufp = d.acc.buf[:0]
+		floatBufs.Put(d.bufp)
+		d.bufp = nil
+		d.acc.buf = nil
+	}
+}
+
+// Add adds the point (t, v). Timestamps must increase from one call to the
+// next; a point at or before the previous one panics (a broken invariant
+// of the caller's merge).
+func (d *Downsampler) Add(t int64, v chunk.Value) {
+	if t > d.prevT && t >= d.bs && t < d.be && t <= d.end {
+		// Into the current bucket (bs = be = 0 until the first bucket is
+		// known, and when no bucket can be emitted).
+		d.prevT = t
+		d.acc.add(v.Float())
+		d.n++
+		return
+	}
+	d.add(t, v)
+}
+
+func (d *Downsampler) add(t int64, v chunk.Value) {
+	if t <= d.prevT {
+		panic("downsample: Downsampler.Add out of order")
+	}
+	d.prevT = t
+	if d.dead || t < d.start || t > d.end {
+		return
+	}
+	if d.spec.All {
+		d.seen = true
+		d.acc.add(v.Float())
+		return
+	}
+	if !d.started {
+		d.started = true
+		bs, be := d.bk.bounds(d.start)
+		if bs < d.start { // the partial bucket holding start is not emitted
+			if be == math.MaxInt64 {
+				d.dead = true // and bs = be = 0
+				return
+			}
+			bs, be = nextBucket(&d.bk, be)
+		}
+		d.bs, d.be = bs, be
+	}
+	if t < d.bs {
+		return // in the partial bucket before the first whole one
+	}
+	for d.be != math.MaxInt64 && t >= d.be {
+		// The current bucket is complete: t <= end, so bs <= end too.
+		switch {
+		case d.n > 0:
+			d.dst = append(d.dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
+		case d.spec.Fill != FillNone:
+			d.dst = append(d.dst, chunk.Point{T: d.bs, V: d.fill})
+		default:
+			// Jump straight to the bucket of t.
+			nbs, nbe := d.bk.bounds(t)
+			d.bs, d.be = max(nbs, d.be), nbe
+			continue
+		}
+		d.acc.reset(d.spec.Agg, d.acc.buf)
+		d.n = 0
+		d.bs, d.be = nextBucket(&d.bk, d.be)
+	}
+	d.acc.add(v.Float())
+	d.n++
+}
+
+// Finish emits the buckets still open and returns dst extended with every
+// bucket of the series. d must be Reset before it is used again.
+func (d *Downsampler) Finish() []chunk.Point {
+	dst := d.finish()
+	d.release()
+	d.dst = nil
+	d.dead = true
+	return dst
+}
+
+func (d *Downsampler) finish() []chunk.Point {
+	dst := d.dst
+	if d.dead {
+		return dst
+	}
+	if d.spec.All {
+		if d.seen {
+			dst = append(dst, chunk.Point{T: d.start, V: chunk.Float(d.acc.result())})
+		}
+		return dst
+	}
+	if !d.started {
+		return dst
+	}
+	for d.bs <= d.end {
+		switch {
+		case d.n > 0:
+			dst = append(dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
+		case d.spec.Fill != FillNone:
+			dst = append(dst, chunk.Point{T: d.bs, V: d.fill})
+		default:
+			return dst
+		}
+		d.acc.reset(d.spec.Agg, d.acc.buf)
+		d.n = 0
+		if d.be == math.MaxInt64 {
+			break
+		}
+		d.bs, d.be = nextBucket(&d.bk, d.be)
+	}
+	return dst
+}

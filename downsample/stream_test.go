@@ -1,0 +1,131 @@
+package downsample
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"hourglass/chunk"
+)
+
+// TestDownsamplerMatchesDownsample feeds random series to the streaming
+// Downsampler and requires Downsample's output bit for bit: every
+// aggregator, every fill policy, fixed, calendar (with DST) and 0all
+// buckets, ranges that cut buckets and ranges without points.
+func TestDownsamplerMatchesDownsample(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	specs := []string{"1m", "5m", "7s", "1h", "3h", "1d", "1dc", "1hc", "15mc", "6hc", "1wc", "1nc", "0all"}
+	fills := []string{"", "-none", "-nan", "-null", "-zero"}
+	locs := []*time.Location{time.UTC, mustLocation(t, "America/New_York"), mustLocation(t, "Australia/Lord_Howe")}
+	var d Downsampler
+	for n := range 4000 {
+		iv := specs[r.IntN(len(specs))]
+		agg := Names()[r.IntN(len(Names()))]
+		if agg == "none" {
+			agg = "avg"
+		}
+		text := iv + "-" + agg + fills[r.IntN(len(fills))]
+		spec, err := ParseSpec(text)
+		if err != nil {
+			t.Fatal(text, err)
+		}
+		loc := locs[r.IntN(len(locs))]
+		pts := randomStream(r)
+		var start, end int64
+		switch {
+		case len(pts) == 0 || r.IntN(8) == 0:
+			start = 1_700_000_000_000 + r.Int64N(1e9)
+			end = start + r.Int64N(3e8)
+		default:
+			lo, hi := pts[0].T-3e6, pts[len(pts)-1].T+3e6
+			start = lo + r.Int64N(hi-lo)
+			end = start + r.Int64N(hi-start+1)
+			if r.IntN(20) == 0 {
+				end = start - 1 // empty range
+			}
+		}
+		// Calendar specs over long ranges make many buckets with fill:
+		// keep the range to a few weeks.
+		if end-start > 40*86400*1000 {
+			end = start + 40*86400*1000
+		}
+		want := Downsample(nil, pts, spec, start, end, loc)
+		d.Reset(nil, spec, start, end, loc)
+		for _, p := range pts {
+			d.Add(p.T, p.V)
+		}
+		got := d.Finish()
+		if !identical(got, want) {
+			t.Fatalf("case %d: %s over [%d, %d] in %s, %d points:\ngot  %v\nwant %v", n, text, start, end, loc, len(pts), got, want)
+		}
+	}
+}
+
+// randomStream returns a sorted series with strictly increasing
+// timestamps: regular or irregular steps, gaps of hours, integers and
+// floats, NaN now and then.
+func randomStream(r *rand.Rand) []chunk.Point {
+	n := r.IntN(400)
+	t := int64(1_700_000_000_000) + r.Int64N(4e9)
+	step := []int64{1, 1000, 10_000, 60_000, 3_600_000}[r.IntN(5)]
+	pts := make([]chunk.Point, 0, n)
+	for range n {
+		switch r.IntN(20) {
+		case 0:
+			t += r.Int64N(6 * 3_600_000) // a gap
+		case 1:
+			t += 1 + r.Int64N(step)
+		default:
+			t += step
+		}
+		var v chunk.Value
+		switch r.IntN(10) {
+		case 0:
+			v = chunk.Float(math.NaN())
+		case 1, 2, 3:
+			v = chunk.Int(r.Int64N(1000) - 100)
+		default:
+			v = chunk.Float(r.Float64()*1000 - 100)
+		}
+		pts = append(pts, chunk.Point{T: t, V: v})
+	}
+	return pts
+}
+
+func identical(a, b []chunk.Point) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].T != b[i].T || !a[i].V.Identical(b[i].V) {
+			return false
+		}
+	}
+	return true
+}
+
+func mustLocation(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Skipf("time zone %s: %v", name, err)
+	}
+	return loc
+}
+
+func TestDownsamplerPanicsOutOfOrder(t *testing.T) {
+	spec, err := ParseSpec("1m-avg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Downsampler
+	d.Reset(nil, spec, 0, 1e6, nil)
+	d.Add(10, chunk.Int(1))
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic on a repeated timestamp")
+		}
+	}()
+	d.Add(10, chunk.Int(2))
+}

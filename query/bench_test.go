@@ -1,0 +1,234 @@
+package query_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+
+	"hourglass/chunk"
+	"hourglass/downsample"
+	"hourglass/query"
+	"hourglass/rowkey"
+	"hourglass/series"
+	"hourglass/series/wal"
+	"hourglass/store/pebble"
+	"hourglass/uid"
+)
+
+// The long query of the load generator's dashboard mix (loadtest/query.go,
+// KindLong) over data shaped like its own: benchSeries hosts, each in one of
+// 12 dcs of 4 regions, one gauge (a random walk in hundredths) every 10 s
+// for 24 h, all of it flushed to a Pebble store. The query is 24 h ending at
+// the last whole hour, averaged in 1 h buckets and then across each dc.
+const (
+	benchSeries = 417
+	benchSteps  = 8640
+	benchStepMs = 10_000
+	benchT0     = int64(1_700_000_000_000) / rowkey.HourMs * rowkey.HourMs
+)
+
+type benchEnv struct {
+	head       *series.Head
+	st         *pebble.Store
+	eng        *query.Engine
+	start, end int64
+	points     int
+}
+
+var (
+	benchOnce sync.Once
+	benchData *benchEnv
+	benchErr  error
+	benchDir  string
+)
+
+// openBench builds the data set once per process: writing 3.6 M points
+// takes seconds, and the benchmarks only read it.
+func openBench(b *testing.B) *benchEnv {
+	b.Helper()
+	benchOnce.Do(func() {
+		var err error
+		// Not b.TempDir: the data outlives the first benchmark.
+		benchDir, err = os.MkdirTemp("", "hourglass-query-bench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchData, benchErr = buildBench(benchDir, benchSeries, benchSteps)
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchData
+}
+
+func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	layout, err := rowkey.Record(ctx, st, rowkey.DefaultLayout())
+	if err != nil {
+		return nil, err
+	}
+	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), series.Options{
+		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ls := make([]series.Labels, nSeries)
+	vals := make([]int64, nSeries)
+	for i := range ls {
+		region := i % 4
+		dc := region*3 + (i/4)%3
+		ls[i] = series.MakeLabels("cpu.usage", []series.Tag{
+			{Key: "region", Value: fmt.Sprintf("r%d", region)},
+			{Key: "dc", Value: fmt.Sprintf("dc%02d", dc)},
+			{Key: "host", Value: fmt.Sprintf("h%05d", i)},
+		})
+		vals[i] = 5000 + rng.Int64N(2000)
+	}
+	samples := make([]series.Sample, nSeries)
+	errs := make([]error, nSeries)
+	for s := range steps {
+		t := benchT0 + int64(s)*benchStepMs
+		for i := range ls {
+			vals[i] = min(max(vals[i]+rng.Int64N(201)-100, 0), 10000)
+			samples[i] = series.Sample{Labels: ls[i], T: t, V: chunk.Float(float64(vals[i]) / 100)}
+		}
+		if err := h.Append(ctx, samples, errs); err != nil {
+			return nil, err
+		}
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := h.Flush(ctx); err != nil {
+		return nil, err
+	}
+	last := benchT0 + int64(steps-1)*benchStepMs
+	end := last - last%rowkey.HourMs
+	return &benchEnv{head: h, st: st, eng: query.NewEngine(h, query.Limits{}), start: end - 24*rowkey.HourMs, end: end, points: nSeries * steps}, nil
+}
+
+// BenchmarkLongQuery runs the long query through Engine.Run (/api/query's
+// path: Fetch, then Process) and through the PromQL engine over the
+// queryable (/api/v1/query_range's path).
+func BenchmarkLongQuery(b *testing.B) {
+	env := openBench(b)
+	ctx := context.Background()
+	b.Run("opentsdb", func(b *testing.B) {
+		spec, err := downsample.ParseSpec("1h-avg")
+		if err != nil {
+			b.Fatal(err)
+		}
+		avg, err := downsample.Lookup("avg")
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := query.Request{
+			Selector:   query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{anyValue("dc")}, Start: env.start, End: env.end},
+			Aggregator: avg,
+			Downsample: &spec,
+			GroupBy:    []string{"dc"},
+		}
+		b.ReportAllocs()
+		defer reportCPU(b, startCPU())
+		for b.Loop() {
+			res, err := env.eng.Run(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res) != 12 || len(res[0].Points) != 24 {
+				b.Fatalf("%d results, %d points in the first", len(res), len(res[0].Points))
+			}
+		}
+	})
+	b.Run("promql", func(b *testing.B) {
+		eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+		qy := env.eng.Queryable(query.PromLimits{})
+		b.ReportAllocs()
+		defer reportCPU(b, startCPU())
+		for b.Loop() {
+			q, err := eng.NewRangeQuery(ctx, qy, nil, `avg by (dc) (avg_over_time({__name__="cpu.usage"}[1h]))`,
+				time.UnixMilli(env.start), time.UnixMilli(env.end), time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := q.Exec(ctx)
+			if res.Err != nil {
+				b.Fatal(res.Err)
+			}
+			m, err := res.Matrix()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(m) != 12 || len(m[0].Floats) != 24 {
+				b.Fatalf("%d series, %d points in the first", len(m), len(m[0].Floats))
+			}
+			q.Close()
+		}
+	})
+	b.Run("fetch-raw", func(b *testing.B) {
+		// The scan alone, without downsampling: every point materialised.
+		sel := query.Selector{Metric: "cpu.usage", Start: env.start - rowkey.HourMs, End: env.end}
+		b.ReportAllocs()
+		defer reportCPU(b, startCPU())
+		for b.Loop() {
+			ss, err := env.eng.Select(ctx, sel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(ss) != benchSeries {
+				b.Fatalf("%d series", len(ss))
+			}
+		}
+	})
+}
+
+// startCPU returns the process's CPU time so far; reportCPU reports the
+// CPU time per operation since then beside the wall clock, which on a
+// machine shared with other work counts time spent waiting for a CPU.
+func startCPU() time.Duration {
+	t, _ := processCPU()
+	return t
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	if t, ok := processCPU(); ok {
+		b.ReportMetric(float64((t-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// anyValue matches every series that has the tag key (OpenTSDB's tag=*).
+type anyValue string
+
+func (m anyValue) Key() string                    { return string(m) }
+func (m anyValue) Matches(_ string, ok bool) bool { return ok }
+
+// TestMain removes the benchmarks' data set.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchData != nil {
+		benchData.head.Close()
+		benchData.st.Close()
+	}
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}

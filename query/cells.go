@@ -1,0 +1,278 @@
+package query
+
+import (
+	"fmt"
+	"math"
+
+	"hourglass/chunk"
+	"hourglass/series"
+)
+
+// A scan keeps each cell it reads as its encoded bytes (a point takes a
+// byte or two there, 24 bytes decoded) and decodes a series' cells only
+// when the series is consumed: into a downsampler as they decode, into the
+// PromQL engine's iterator, or into an exactly sized slice. points below
+// merges the cells of one series with its head points in time order.
+
+// cellRef is one cell of a series: its chunk, the base hour of its row,
+// and the timestamp of its first point.
+type cellRef struct {
+	data  []byte // in the scan's arena
+	hour  int64
+	first int64
+}
+
+// seriesCells is what a scan read of one series: its cells in scan order
+// (rows by hour, cells of a row by qualifier) and the head's points, sorted
+// and deduplicated, all within the read range.
+type seriesCells struct {
+	cells []cellRef
+	head  []chunk.Point
+	n     int // points in the range: the cells' and the head's, duplicates included
+}
+
+// arena holds copies of cell values; the store's slices are valid only
+// during its callback. It allocates in slabs, so cells are not allocated
+// one by one.
+type arena struct {
+	slab []byte
+}
+
+const arenaSlab = 256 << 10
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > arenaSlab/4 {
+		return append([]byte(nil), b...)
+	}
+	if cap(a.slab)-len(a.slab) < len(b) {
+		a.slab = make([]byte, 0, arenaSlab)
+	}
+	n := len(a.slab)
+	a.slab = append(a.slab, b...)
+	return a.slab[n:len(a.slab):len(a.slab)]
+}
+
+// points iterates the points of one series in [start, end] in time order,
+// one per timestamp, as the materialising merge did: the store's cells in
+// scan order with the last point written winning on equal timestamps (what
+// series.SortDedup keeps), then the head's points over them.
+//
+// Cells normally follow one another in time. A point is handed out only
+// once no later cell can hold its timestamp: each cell's points must be
+// before the first timestamp of every cell after it (minFirst). When a
+// cell overlaps a later one (late points written as another cell of a row,
+// or two writers), the rest of the series' store points are decoded into a
+// slice and sorted, with the points handed out so far all before them.
+//
+// It allocates nothing on the fast path. Not safe for concurrent use.
+type points struct {
+	sc         *seriesCells
+	start, end int64
+	minFirst   []int64 // minFirst[i]: the least first timestamp of cells i.. (MaxInt64 past the end)
+	ci         int     // the cell it is reading, or len(cells)
+	it         chunk.Iterator
+	inCell     bool
+	lim        int64         // min(minFirst[ci+1], end+1): the current cell's points below it are taken as they decode
+	rest       []chunk.Point // the slow path: the store's remaining points, sorted
+	slow       bool
+	err        error
+
+	// The store's next point, when sok.
+	st  int64
+	sv  chunk.Value
+	sok bool
+	hi  int // the head's next point
+
+	t int64
+	v chunk.Value
+}
+
+// reset points p at sc's points in [start, end]. minFirst is scratch space
+// it may grow and returns.
+func (p *points) reset(sc *seriesCells, start, end int64, minFirst []int64) []int64 {
+	cells := sc.cells
+	if cap(minFirst) < len(cells)+1 {
+		minFirst = make([]int64, len(cells)+1, max(len(cells)+1, 2*cap(minFirst)))
+	}
+	minFirst = minFirst[:len(cells)+1]
+	minFirst[len(cells)] = math.MaxInt64
+	for i := len(cells) - 1; i >= 0; i-- {
+		minFirst[i] = min(cells[i].first, minFirst[i+1])
+	}
+	*p = points{sc: sc, start: start, end: end, minFirst: minFirst, ci: -1, rest: p.rest[:0], it: p.it}
+	p.nextStore()
+	return minFirst
+}
+
+// next advances to the next point and reports whether there is one; at
+// the end, err says whether a cell was corrupt.
+func (p *points) next() bool {
+	if p.hi < len(p.sc.head) {
+		return p.merge()
+	}
+	// No head point left: the store's, with the common case inline.
+	if !p.sok {
+		return false
+	}
+	p.t, p.v = p.st, p.sv
+	if p.inCell && p.it.Next() {
+		if t, v := p.it.At(); t < p.lim {
+			p.st, p.sv = t, v
+			return true
+		}
+		if p.at() {
+			return true
+		}
+	}
+	p.nextStore()
+	return true
+}
+
+// merge takes the next point of the store's and the head's.
+func (p *points) merge() bool {
+	h := &p.sc.head[p.hi]
+	switch {
+	case p.sok && p.st < h.T:
+		p.t, p.v = p.st, p.sv
+		p.nextStore()
+	case p.sok && p.st == h.T: // the head wins
+		p.t, p.v = h.T, h.V
+		p.hi++
+		p.nextStore()
+	default:
+		p.t, p.v = h.T, h.V
+		p.hi++
+	}
+	return true
+}
+
+// nextStore moves to the store's next point in range.
+func (p *points) nextStore() {
+	p.sok = false
+	if p.slow {
+		if len(p.rest) > 0 {
+			p.st, p.sv, p.sok = p.rest[0].T, p.rest[0].V, true
+			p.rest = p.rest[1:]
+		}
+		return
+	}
+	cells := p.sc.cells
+	for {
+		if p.inCell {
+			if p.it.Next() {
+				if p.at() {
+					return
+				}
+				continue
+			}
+			p.inCell = false
+			if err := p.it.Err(); err != nil {
+				p.err = err
+				return
+			}
+		}
+		p.ci++
+		if p.ci >= len(cells) || p.err != nil {
+			return
+		}
+		c := &cells[p.ci]
+		if err := p.it.Reset(c.data, c.hour); err != nil {
+			p.err = err
+			return
+		}
+		// Points below lim can be taken as they decode.
+		p.lim = p.minFirst[p.ci+1]
+		if p.end < p.lim {
+			p.lim = p.end + 1
+		}
+		var ok bool
+		if c.hour < p.start {
+			ok = p.it.SeekTo(p.start)
+		} else {
+			ok = p.it.Next()
+		}
+		if ok {
+			p.inCell = true
+			if p.at() {
+				return
+			}
+			continue
+		}
+		if err := p.it.Err(); err != nil {
+			p.err = err
+			return
+		}
+	}
+}
+
+// at takes the cell iterator's current point as the store's next and
+// reports true, unless it is past the range (the cell is done: false) or a
+// later cell may hold its timestamp (the slow path takes over: true).
+func (p *points) at() bool {
+	t, v := p.it.At()
+	if t < p.lim {
+		p.st, p.sv, p.sok = t, v, true
+		return true
+	}
+	if t > p.end {
+		p.inCell = false
+		return false
+	}
+	p.toSlow(t, v)
+	return true
+}
+
+// toSlow decodes the store's remaining points, from (t, v) on, sorts them
+// and continues from them.
+func (p *points) toSlow(t int64, v chunk.Value) {
+	rest := append(p.rest[:0], chunk.Point{T: t, V: v})
+	for p.it.Next() {
+		t, v := p.it.At()
+		if t > p.end {
+			break
+		}
+		rest = append(rest, chunk.Point{T: t, V: v})
+	}
+	if err := p.it.Err(); err != nil {
+		p.err = err
+		return
+	}
+	for _, c := range p.sc.cells[p.ci+1:] {
+		var err error
+		if rest, err = decodeRange(rest, &p.it, c, p.start, p.end); err != nil {
+			p.err = err
+			return
+		}
+	}
+	p.rest = series.SortDedup(rest)
+	p.slow, p.inCell = true, false
+	p.ci = len(p.sc.cells)
+	p.nextStore()
+}
+
+// decodeRange appends the points of c in [start, end] to dst.
+func decodeRange(dst []chunk.Point, it *chunk.Iterator, c cellRef, start, end int64) ([]chunk.Point, error) {
+	if err := it.Reset(c.data, c.hour); err != nil {
+		return dst, err
+	}
+	var ok bool
+	if c.hour < start {
+		ok = it.SeekTo(start)
+	} else {
+		ok = it.Next()
+	}
+	for ok {
+		t, v := it.At()
+		if t > end {
+			break
+		}
+		dst = append(dst, chunk.Point{T: t, V: v})
+		ok = it.Next()
+	}
+	return dst, it.Err()
+}
+
+// corruptErr is the error of a cell that does not decode.
+func corruptErr(err error) error {
+	return fmt.Errorf("query: corrupt cell: %w", err)
+}
