@@ -29,7 +29,7 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
 	lim := s.writer.Limits()
 	parser := opentsdb.LineParser{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}}
-	batch := s.writer.NewCachedBatch()
+	batch := s.writer.NewBatch()
 	bw := bufio.NewWriter(c)
 	var dp opentsdb.DataPoint
 	var tags []series.Tag
@@ -82,8 +82,19 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 				_, _ = bw.WriteString(perr.Error() + "\n")
 				break
 			}
-			tags = toSeriesTags(tags, dp.Tags)
-			if aerr := batch.Add(dp.Metric, tags, dp.Timestamp, dp.Value); aerr != nil {
+			// The parser remembers the series of the lines it has seen, and
+			// beside each one, the Labels the batch gave it: a series sent
+			// again is checked and looked up once, by the parser.
+			var aerr error
+			if l, ok := parser.Ref().(series.Labels); ok {
+				aerr = batch.AddLabels(l, dp.Timestamp, dp.Value)
+			} else {
+				tags = toSeriesTags(tags, dp.Tags)
+				if aerr = batch.Add(dp.Metric, tags, dp.Timestamp, dp.Value); aerr == nil {
+					parser.SetRef(batch.LastLabels())
+				}
+			}
+			if aerr != nil {
 				_, _ = bw.WriteString("put: illegal argument: " + aerr.Error() + "\n")
 			}
 		case "exit":

@@ -136,16 +136,25 @@ func (b *Batch) Reset() {
 // Len returns the number of points added, rejected ones included.
 func (b *Batch) Len() int { return b.n }
 
-// Add checks a point against the shared limits and queues it. It returns the
-// point's error, if it is rejected now; the point keeps its number in Errors
-// either way. tags may be sorted in place.
-func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) error {
+// next numbers a new point and checks its timestamp.
+func (b *Batch) next(t int64) (int, error) {
 	i := b.n
 	b.n++
 	b.errs = append(b.errs, nil)
 	if t < 0 || t > MaxTimestamp {
 		err := fmt.Errorf("%w: timestamp %d ms is outside the range a row key holds (0 to %d ms, the year 2106)", ErrInvalid, t, MaxTimestamp)
 		b.errs[i] = err
+		return i, err
+	}
+	return i, nil
+}
+
+// Add checks a point against the shared limits and queues it. It returns the
+// point's error, if it is rejected now; the point keeps its number in Errors
+// either way. tags may be sorted in place.
+func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) error {
+	i, err := b.next(t)
+	if err != nil {
 		return err
 	}
 	var l series.Labels
@@ -177,6 +186,29 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
 	b.pos = append(b.pos, i)
 	return nil
+}
+
+// AddLabels queues a point of the series l, which must be Labels that a
+// batch of the same Writer gave for an accepted point (see LastLabels): a
+// series known to pass the checks, named the way Add names it. Only the
+// timestamp is checked. A dialect that remembers its series uses it to look
+// a series up once per point, not twice.
+func (b *Batch) AddLabels(l series.Labels, t int64, v chunk.Value) error {
+	i, err := b.next(t)
+	if err != nil {
+		return err
+	}
+	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
+	b.pos = append(b.pos, i)
+	return nil
+}
+
+// LastLabels returns the Labels of the last point added, "" if it was rejected.
+func (b *Batch) LastLabels() series.Labels {
+	if n := len(b.pos); n > 0 && b.pos[n-1] == b.n-1 {
+		return b.samples[n-1].Labels
+	}
+	return ""
 }
 
 // Reject records an error for a point that was not added (a decoding error).

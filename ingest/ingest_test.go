@@ -195,3 +195,27 @@ func FuzzCachedBatch(f *testing.F) {
 		}
 	})
 }
+
+func TestAddLabels(t *testing.T) {
+	w := &Writer{limits: Limits{}.withDefaults()}
+	b := w.NewBatch()
+	if err := b.Add("m", []series.Tag{{Key: "b", Value: "2"}, {Key: "a", Value: "1"}}, 1, chunk.Int(1)); err != nil {
+		t.Fatal(err)
+	}
+	l := b.LastLabels()
+	if want := series.MakeLabels("m", []series.Tag{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}}); l != want {
+		t.Fatalf("LastLabels = %q, want %q", l, want)
+	}
+	if err := b.AddLabels(l, 2, chunk.Int(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddLabels(l, -1, chunk.Int(3)); err == nil || !errors.Is(err, ErrInvalid) || b.LastLabels() != "" {
+		t.Fatalf("a timestamp before 1970: %v, LastLabels %q", err, b.LastLabels())
+	}
+	if err := b.Add("", nil, 1, chunk.Int(1)); err == nil || b.LastLabels() != "" {
+		t.Fatalf("a rejected point: %v, LastLabels %q", err, b.LastLabels())
+	}
+	if b.Len() != 4 || b.Failed() != 2 || len(b.samples) != 2 || b.samples[1] != (series.Sample{Labels: l, T: 2, V: chunk.Int(2)}) || b.pos[1] != 1 {
+		t.Fatalf("batch: %d points, %d failed, samples %v at %v", b.Len(), b.Failed(), b.samples, b.pos)
+	}
+}

@@ -3,6 +3,7 @@ package opentsdb
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/url"
 	"strconv"
@@ -379,6 +380,19 @@ func FuzzLineParserCache(f *testing.F) {
 				}
 				if err == nil && !samePoint(got, want) {
 					t.Fatalf("round %d, %q:\ngot  %+v\nwant %+v", round, line, got, want)
+				}
+				// A ref attached to a series comes back with its lines only.
+				if err != nil {
+					if p.Ref() != nil {
+						t.Fatalf("%q was rejected but has the ref %v", line, p.Ref())
+					}
+					continue
+				}
+				name := fmt.Sprint(got.Metric, got.Tags)
+				if ref := p.Ref(); ref == nil {
+					p.SetRef(name)
+				} else if ref != name {
+					t.Fatalf("%q: the ref of %s, not %s", line, ref, name)
 				}
 			}
 		}

@@ -97,7 +97,7 @@ func recentHash(b []byte) uint32 {
 // depends on those bytes and the Limits: a hit may skip every check of the
 // names. Bounded like the interner. Not safe for concurrent use.
 type seriesCache struct {
-	m      map[string]seriesEntry
+	m      map[string]*seriesEntry
 	bytes  int
 	limits Limits // the limits the entries were validated under
 }
@@ -106,6 +106,7 @@ type seriesEntry struct {
 	metric string // "" where the key holds the tags alone
 	tags   []Tag  // decoded, a repeated pair collapsed, in the order sent
 	valid  bool   // every name is valid (the /api/put tags cache keeps others too)
+	ref    any    // the caller's, see LineParser.SetRef
 }
 
 const (
@@ -114,23 +115,26 @@ const (
 	seriesCacheOverhead   = 64 // bytes counted per entry for the map itself
 )
 
-func (c *seriesCache) get(key []byte, l Limits) (seriesEntry, bool) {
+// get returns the entry of key, nil if there is none.
+func (c *seriesCache) get(key []byte, l Limits) *seriesEntry {
 	if c.m == nil || c.limits != l {
-		return seriesEntry{}, false
+		return nil
 	}
-	e, ok := c.m[string(key)]
-	return e, ok
+	return c.m[string(key)]
 }
 
-// put remembers metric and a copy of tags under key.
-func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid bool) {
+// put remembers metric and a copy of tags under key, and returns the entry
+// (nil for a key too long to be kept).
+func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid bool) *seriesEntry {
 	size := len(key) + len(tags)*32 + seriesCacheOverhead // names are the interner's
 	if len(key) > internMaxLen {
-		return
+		return nil
 	}
 	if c.m == nil || c.limits != l || len(c.m) >= seriesCacheMaxEntries || c.bytes+size > seriesCacheMaxBytes {
-		c.m, c.bytes, c.limits = make(map[string]seriesEntry, 256), 0, l
+		c.m, c.bytes, c.limits = make(map[string]*seriesEntry, 256), 0, l
 	}
-	c.m[string(key)] = seriesEntry{metric: metric, tags: append([]Tag(nil), tags...), valid: valid}
+	e := &seriesEntry{metric: metric, tags: append([]Tag(nil), tags...), valid: valid}
+	c.m[string(key)] = e
 	c.bytes += size
+	return e
 }

@@ -371,7 +371,7 @@ done:
 // tagsCached is tags, for an object sent before by its bytes.
 func (d *PutDecoder) tagsCached(b []byte, i, maxLen int, msg *string) (next int, valid bool, err error) {
 	if end, err := skipValue(b, i, 1); err == nil {
-		if e, ok := d.tagSets.get(b[i:end], d.Limits); ok {
+		if e := d.tagSets.get(b[i:end], d.Limits); e != nil {
 			d.dp.Tags = append(d.dp.Tags[:0], e.tags...)
 			return end, e.valid, nil
 		}

@@ -96,6 +96,30 @@ type LineParser struct {
 	intern interner
 	series seriesCache // by the metric and tags words of a line
 	key    []byte
+	last   *seriesEntry // the series of the line last accepted, if remembered
+}
+
+// Ref returns what SetRef attached to the series of the line Parse last
+// accepted, or nil: nothing was attached, the parser had forgotten the
+// series, or the line was rejected.
+func (p *LineParser) Ref() any {
+	if p.last == nil {
+		return nil
+	}
+	return p.last.ref
+}
+
+// SetRef attaches v to the series (the metric and the tags, exactly as
+// written) of the line Parse last accepted, for as long as the parser
+// remembers that series; Ref returns it for every later line of the series.
+// A handler keeps there its own form of the series (the storage's name for
+// it, say), so a series sent again costs one lookup in all. It does nothing
+// after a rejected line, or when the parser does not remember series
+// (ParsePutLine).
+func (p *LineParser) SetRef(v any) {
+	if p.last != nil {
+		p.last.ref = v
+	}
 }
 
 // ParsePutLine parses one telnet put line; see LineParser.Parse. It does not
@@ -127,6 +151,7 @@ func ParsePutLine(line []byte, l Limits, dp *DataPoint) error {
 // A line whose first word is not "put" gets UnknownCommand's text.
 func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 	line = trimEOL(line)
+	p.last = nil
 	cmd, i := nextWord(line, 0)
 	if string(cmd) != CmdPut {
 		return &LineError{Reply: UnknownCommand(string(cmd))}
@@ -162,15 +187,14 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 	}
 
 	// A series seen before, with the same bytes, is known to be valid.
-	var metric string
-	cached := false
+	var cached *seriesEntry
 	if !p.intern.off {
 		p.key = append(append(append(p.key[:0], words[0]...), ' '), line[tagsAt:]...)
-		if e, ok := p.series.get(p.key, p.Limits); ok {
-			metric, dp.Tags, cached = e.metric, append(dp.Tags, e.tags...), true
-		}
+		cached = p.series.get(p.key, p.Limits)
 	}
-	if cached {
+	if cached != nil {
+		metric := cached.metric
+		dp.Tags = append(dp.Tags, cached.tags...)
 		v, msg := parseValue(words[2])
 		if msg != "" {
 			return lineErr("invalid value", msg)
@@ -179,6 +203,7 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		if err := dp.validateValue(); err != nil {
 			return lineErr("illegal argument", err.(*PointError).Message)
 		}
+		p.last = cached
 		return nil
 	}
 
@@ -229,7 +254,7 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		return lineErr("illegal argument", err.(*PointError).Message)
 	}
 	if !p.intern.off {
-		p.series.put(p.key, p.Limits, metric, dp.Tags, true)
+		p.last = p.series.put(p.key, p.Limits, metric, dp.Tags, true)
 	}
 	return nil
 }

@@ -153,3 +153,34 @@ func TestTelnetReplies(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestLineParserRef(t *testing.T) {
+	var p LineParser
+	var dp DataPoint
+	parse := func(line string) error {
+		t.Helper()
+		return p.Parse([]byte(line), &dp)
+	}
+	if err := parse("put m 1 1 a=1 b=2"); err != nil || p.Ref() != nil {
+		t.Fatalf("first line: %v, ref %v", err, p.Ref())
+	}
+	p.SetRef("m{a=1,b=2}")
+	if err := parse("put m 2 5.5 a=1 b=2\r\n"); err != nil || p.Ref() != "m{a=1,b=2}" {
+		t.Fatalf("same series: %v, ref %v", err, p.Ref())
+	}
+	if err := parse("put m 2 NaN a=1 b=2"); err == nil || p.Ref() != nil {
+		t.Fatalf("rejected line: %v, ref %v", err, p.Ref())
+	}
+	if err := parse("put m 3 1 b=2 a=1"); err != nil || p.Ref() != nil {
+		t.Fatalf("the tags in another order are other bytes: %v, ref %v", err, p.Ref())
+	}
+	if err := parse("version"); err == nil || p.Ref() != nil {
+		t.Fatalf("not a put: %v, ref %v", err, p.Ref())
+	}
+	if err := parse("put m 4 1 a=1 b=2"); err != nil || p.Ref() != "m{a=1,b=2}" {
+		t.Fatalf("the series again: %v, ref %v", err, p.Ref())
+	}
+	if err := ParsePutLine([]byte("put m 4 1 a=1 b=2"), Limits{}, &dp); err != nil {
+		t.Fatal(err)
+	}
+}
