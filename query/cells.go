@@ -74,6 +74,7 @@ type points struct {
 	inCell     bool
 	lim        int64         // min(minFirst[ci+1], end+1): the current cell's points below it are taken as they decode
 	rest       []chunk.Point // the slow path: the store's remaining points, sorted
+	ri         int           // the next of rest
 	slow       bool
 	err        error
 
@@ -150,9 +151,9 @@ func (p *points) merge() bool {
 func (p *points) nextStore() {
 	p.sok = false
 	if p.slow {
-		if len(p.rest) > 0 {
-			p.st, p.sv, p.sok = p.rest[0].T, p.rest[0].V, true
-			p.rest = p.rest[1:]
+		if p.ri < len(p.rest) {
+			p.st, p.sv, p.sok = p.rest[p.ri].T, p.rest[p.ri].V, true
+			p.ri++
 		}
 		return
 	}

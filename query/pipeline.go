@@ -115,7 +115,7 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 				dst = make([]chunk.Point, 0, c)
 			}
 			w.ds.Reset(dst, spec, start, end, loc)
-			w.pts.reset(sc, start, end, w.minFirst)
+			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
 			for w.pts.next() {
 				w.ds.Add(w.pts.t, w.pts.v)
 			}

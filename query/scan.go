@@ -129,7 +129,7 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 			if sc.n == 0 {
 				continue
 			}
-			w.pts.reset(sc, start, end, w.minFirst)
+			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
 			n := len(slab)
 			for w.pts.next() {
 				slab = append(slab, chunk.Point{T: w.pts.t, V: w.pts.v})
@@ -208,7 +208,7 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 			if err == nil && consume != nil {
 				w := workers.Get().(*worker)
 				err = consume(w, idx, scs)
-				w.pts = points{rest: w.pts.rest[:0]}
+				w.release()
 				workers.Put(w)
 			}
 			if err != nil {
@@ -229,6 +229,16 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 }
 
 var workers = sync.Pool{New: func() any { return new(worker) }}
+
+// release drops what w points at, and a slow path's buffer if it grew
+// large, before w goes back to the pool.
+func (w *worker) release() {
+	rest := w.pts.rest[:0]
+	if cap(rest) > 1<<16 {
+		rest = nil
+	}
+	w.pts = points{rest: rest}
+}
 
 // corruptSeries is the error of a series whose cell does not decode.
 func corruptSeries(en *series.Entry, err error) error {
