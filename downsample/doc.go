@@ -16,6 +16,9 @@
 //     computed rates). With the "none" aggregator there is no step 2: each
 //     series is emitted on its own.
 //
+// Downsampler computes step 1's downsampling over points given one at a
+// time, holding one bucket instead of the series, with Downsample's results.
+//
 // The caller trims the result to [start, end]. To reproduce OpenTSDB at the
 // edges of the range, the caller feeds steps 1 and 2 from the scan start
 // (OpenTSDB scans from the start aligned down to the interval and then to

@@ -2,7 +2,10 @@
 // series through the index, scans the data table once per salt bucket in
 // parallel, merges what the store holds with what the head holds, and hands
 // each series' points in time order to the aggregation pipeline (pipeline.go),
-// which both the OpenTSDB and the Prometheus dialects use.
+// which both the OpenTSDB and the Prometheus dialects use. A scan keeps the
+// cells it reads encoded; each series is decoded once, as it is consumed:
+// into a downsampler, into the PromQL engine's iterator, or into a slice
+// (cells.go).
 package query
 
 import (
