@@ -35,7 +35,7 @@ func (s *Server) putPool() *sync.Pool {
 		s.puts.New = func() any {
 			return &putState{
 				dec:   opentsdb.PutDecoder{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}},
-				batch: s.writer.NewCachedBatch(),
+				batch: s.writer.NewBatch(),
 			}
 		}
 	})
@@ -84,8 +84,19 @@ func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offse
 			}
 			return nil
 		}
-		st.tags = toSeriesTags(st.tags, dp.Tags)
-		if aerr := st.batch.Add(dp.Metric, st.tags, dp.Timestamp, dp.Value); aerr != nil {
+		// The decoder remembers the series it has seen, and beside each
+		// one, the Labels the batch gave it: a series sent again is
+		// checked and looked up once, by the decoder.
+		var aerr error
+		if l, ok := st.dec.Ref().(series.Labels); ok {
+			aerr = st.batch.AddLabels(l, dp.Timestamp, dp.Value)
+		} else {
+			st.tags = toSeriesTags(st.tags, dp.Tags)
+			if aerr = st.batch.Add(dp.Metric, st.tags, dp.Timestamp, dp.Value); aerr == nil {
+				st.dec.SetRef(st.batch.LastLabels())
+			}
+		}
+		if aerr != nil {
 			st.bad = append(st.bad, &opentsdb.PointError{Index: offset + i, Message: aerr.Error(), Raw: append([]byte(nil), st.dec.Raw()...)})
 		}
 		return nil

@@ -5,9 +5,10 @@ package ingest
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"hourglass/chunk"
@@ -61,75 +62,15 @@ type Batch struct {
 	late    []error // errors found by Commit
 	commit  []error // Commit's scratch, one per sample
 	buf     []byte
-	key     []byte
-	cache   *labelCache // nil: every point is checked and encoded
 	n       int
 }
 
-// NewBatch returns an empty batch. Every point it is given is checked and
-// its Labels encoded: right for a batch used once.
+// NewBatch returns an empty batch.
 func (w *Writer) NewBatch() *Batch { return &Batch{w: w} }
 
-// NewCachedBatch returns an empty batch that remembers, across Reset, the
-// Labels of the series it has accepted (a bounded number), so a series it
-// has seen before costs neither a check nor an allocation. It suits a batch
-// that is reused for a stream of points over the same series: a telnet
-// connection, a pooled /api/put state.
-func (w *Writer) NewCachedBatch() *Batch { return &Batch{w: w, cache: new(labelCache)} }
-
-// labelCache maps the encoding of a metric and its tags in the order a
-// client sent them (Labels' encoding without the sort) to the series' Labels.
-// It holds only series that passed the checks. Past its bounds it starts
-// afresh, so a stream of series never seen again cannot grow it without end.
-type labelCache struct {
-	m     map[string]series.Labels
-	bytes int
-}
-
-const (
-	labelCacheMaxEntries = 1 << 15
-	labelCacheMaxBytes   = 4 << 20
-	labelCacheOverhead   = 64 // bytes counted per entry for the map itself
-)
-
-func (c *labelCache) get(key []byte) (series.Labels, bool) {
-	l, ok := c.m[string(key)]
-	return l, ok
-}
-
-// put remembers l for key. When the two are the same bytes (the tags came
-// sorted) the entry holds one string.
-func (c *labelCache) put(key []byte, l series.Labels) {
-	size := len(l) + labelCacheOverhead
-	k := string(l)
-	if string(key) != k {
-		k = string(key)
-		size += len(k)
-	}
-	if c.m == nil || len(c.m) >= labelCacheMaxEntries || c.bytes+size > labelCacheMaxBytes {
-		c.m, c.bytes = make(map[string]series.Labels, 256), 0
-	}
-	c.m[k] = l
-	c.bytes += size
-}
-
-// appendKey appends the cache key of metric and tags: the Labels encoding
-// of the tags as given, unsorted. The lengths make it unambiguous.
-func appendKey(dst []byte, metric string, tags []series.Tag) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(metric)))
-	dst = append(dst, metric...)
-	for _, t := range tags {
-		dst = binary.AppendUvarint(dst, uint64(len(t.Key)))
-		dst = append(dst, t.Key...)
-		dst = binary.AppendUvarint(dst, uint64(len(t.Value)))
-		dst = append(dst, t.Value...)
-	}
-	return dst
-}
-
-// Reset empties the batch for reuse. A cached batch keeps its cache.
+// Reset empties the batch for reuse.
 func (b *Batch) Reset() {
-	clear(b.samples) // drop the references to Labels the cache may have let go
+	clear(b.samples) // drop the references to Labels a caller may have let go
 	b.samples, b.pos, b.errs, b.late, b.n = b.samples[:0], b.pos[:0], b.errs[:0], b.late[:0], 0
 }
 
@@ -157,19 +98,14 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 	if err != nil {
 		return err
 	}
-	var l series.Labels
-	if b.cache != nil {
-		b.key = appendKey(b.key[:0], metric, tags)
-		var ok bool
-		if l, ok = b.cache.get(b.key); ok {
-			b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
-			b.pos = append(b.pos, i)
-			return nil
-		}
-	}
 	if err := b.w.check(metric, tags); err != nil {
 		b.errs[i] = err
 		return err
+	}
+	// Sorted here, AppendLabels finds them sorted: no sort.Slice, whose
+	// reflection allocates.
+	if !slices.IsSortedFunc(tags, byKey) {
+		slices.SortFunc(tags, byKey)
 	}
 	b.buf = series.AppendLabels(b.buf[:0], metric, tags)
 	for j := 1; j < len(tags); j++ {
@@ -179,11 +115,7 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 			return err
 		}
 	}
-	l = series.Labels(b.buf)
-	if b.cache != nil {
-		b.cache.put(b.key, l)
-	}
-	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
+	b.samples = append(b.samples, series.Sample{Labels: series.Labels(b.buf), T: t, V: v})
 	b.pos = append(b.pos, i)
 	return nil
 }
@@ -210,6 +142,8 @@ func (b *Batch) LastLabels() series.Labels {
 	}
 	return ""
 }
+
+func byKey(a, b series.Tag) int { return strings.Compare(a.Key, b.Key) }
 
 // Reject records an error for a point that was not added (a decoding error).
 func (b *Batch) Reject(err error) {

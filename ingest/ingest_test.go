@@ -3,7 +3,6 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -51,78 +50,6 @@ func TestAddRejectsWhatTheStorageCannotHold(t *testing.T) {
 	}
 }
 
-func TestCachedBatchAgreesWithUncached(t *testing.T) {
-	w := &Writer{limits: Limits{MaxTags: 3, MaxNameLen: 8}.withDefaults()}
-	type point struct {
-		metric string
-		tags   []series.Tag
-		ts     int64
-	}
-	tag := func(kv ...string) []series.Tag {
-		var out []series.Tag
-		for i := 0; i < len(kv); i += 2 {
-			out = append(out, series.Tag{Key: kv[i], Value: kv[i+1]})
-		}
-		return out
-	}
-	points := []point{
-		{"m", tag("b", "1", "a", "2"), 1},
-		{"m", tag("a", "2", "b", "1"), 2}, // same series, sorted
-		{"m", tag("b", "1", "a", "2"), 3}, // a hit
-		{"m", tag("b", "1", "a", "2"), -1},
-		{"m", tag("a", "1", "a", "2"), 4}, // duplicate key: not cached
-		{"m", tag("a", "1", "a", "2"), 5},
-		{"m", tag("a", "x\xff"), 6},
-		{"m", tag("a", "x\xff"), 7},
-		{"toolongname", tag("a", "1"), 8},
-		{"toolongname", tag("a", "1"), 9},
-		{"m", tag("a", "1", "b", "2", "c", "3", "d", "4"), 10},
-		{"m", tag("a", "1", "b", "2", "c", "3", "d", "4"), 11},
-		{"m", tag("ab", "1"), 12}, // no confusion between key and value bytes
-		{"m", tag("a", "b1"), 13},
-		{"m", nil, 14},
-	}
-	plain, cached := w.NewBatch(), w.NewCachedBatch()
-	for round := range 3 {
-		for _, p := range points {
-			e1 := plain.Add(p.metric, append([]series.Tag(nil), p.tags...), p.ts, chunk.Int(1))
-			e2 := cached.Add(p.metric, append([]series.Tag(nil), p.tags...), p.ts, chunk.Int(1))
-			if fmt.Sprint(e1) != fmt.Sprint(e2) {
-				t.Fatalf("round %d, %v: uncached %v, cached %v", round, p, e1, e2)
-			}
-		}
-		if len(plain.samples) != len(cached.samples) {
-			t.Fatalf("round %d: %d samples against %d", round, len(plain.samples), len(cached.samples))
-		}
-		for i := range plain.samples {
-			if plain.samples[i] != cached.samples[i] || plain.pos[i] != cached.pos[i] {
-				t.Fatalf("round %d, sample %d: %+v against %+v", round, i, plain.samples[i], cached.samples[i])
-			}
-		}
-		plain.Reset()
-		cached.Reset()
-	}
-	if n := len(cached.cache.m); n != 5 {
-		t.Errorf("the cache holds %d entries, want 5 (two orders of one series, m{ab=1}, m{a=b1}, m{})", n)
-	}
-}
-
-func TestLabelCacheBounded(t *testing.T) {
-	w := &Writer{limits: Limits{}.withDefaults()}
-	b := w.NewCachedBatch()
-	for i := range 3 * labelCacheMaxEntries {
-		if err := b.Add("m", []series.Tag{{Key: "id", Value: strconv.Itoa(i)}}, 1, chunk.Int(1)); err != nil {
-			t.Fatal(err)
-		}
-		if i%1000 == 0 {
-			b.Reset()
-		}
-		if len(b.cache.m) > labelCacheMaxEntries || b.cache.bytes > labelCacheMaxBytes {
-			t.Fatalf("after %d series: %d entries, %d bytes", i+1, len(b.cache.m), b.cache.bytes)
-		}
-	}
-}
-
 func BenchmarkBatchAdd(b *testing.B) {
 	w := &Writer{limits: Limits{}.withDefaults()}
 	const nSeries = 1000
@@ -131,68 +58,35 @@ func BenchmarkBatchAdd(b *testing.B) {
 		tags[i] = []series.Tag{{Key: "host", Value: fmt.Sprintf("host-%04d", i)}, {Key: "region", Value: fmt.Sprintf("region-%d", i%4)},
 			{Key: "dc", Value: fmt.Sprintf("dc-%d", i%12)}, {Key: "service", Value: fmt.Sprintf("svc-%d", i%8)}}
 	}
-	for _, c := range []struct {
-		name  string
-		batch *Batch
-	}{{"uncached", w.NewBatch()}, {"cached", w.NewCachedBatch()}} {
-		b.Run(c.name, func(b *testing.B) {
-			scratch := make([]series.Tag, 0, 4)
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				c.batch.Reset()
-				for s := range nSeries {
-					scratch = append(scratch[:0], tags[s]...) // unsorted, as sent
-					if err := c.batch.Add("sys.metric", scratch, int64(i+1), chunk.Int(int64(s))); err != nil {
-						b.Fatal(err)
-					}
+	labels := make([]series.Labels, nSeries)
+	b.Run("Add", func(b *testing.B) {
+		batch := w.NewBatch()
+		scratch := make([]series.Tag, 0, 4)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			batch.Reset()
+			for s := range nSeries {
+				scratch = append(scratch[:0], tags[s]...) // unsorted, as sent
+				if err := batch.Add("sys.metric", scratch, int64(i+1), chunk.Int(int64(s))); err != nil {
+					b.Fatal(err)
 				}
+				labels[s] = batch.LastLabels()
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nSeries), "ns/point")
-		})
-	}
-}
-
-// FuzzCachedBatch checks that a cached batch accepts, rejects and names
-// every point as an uncached one does, the second time it sees a series
-// (a cache hit) as the first.
-func FuzzCachedBatch(f *testing.F) {
-	f.Add("m", "a=1,b=2", "m", "b=2,a=1")
-	f.Add("m", "ab=1", "m", "a=b1")
-	f.Add("m\xff", "a=1", "m", "a=1,a=2")
-	f.Add("", "", "m", "=")
-	w := &Writer{limits: Limits{MaxTags: 4, MaxNameLen: 16}.withDefaults()}
-	parse := func(s string) []series.Tag {
-		var out []series.Tag
-		for _, kv := range strings.Split(s, ",") {
-			if kv == "" {
-				continue
-			}
-			k, v, _ := strings.Cut(kv, "=")
-			out = append(out, series.Tag{Key: k, Value: v})
 		}
-		return out
-	}
-	f.Fuzz(func(t *testing.T, m1, t1, m2, t2 string) {
-		plain, cached := w.NewBatch(), w.NewCachedBatch()
-		for round := range 2 {
-			for _, p := range [][2]string{{m1, t1}, {m2, t2}, {m1, t1}} {
-				e1 := plain.Add(p[0], parse(p[1]), 1, chunk.Int(1))
-				e2 := cached.Add(p[0], parse(p[1]), 1, chunk.Int(1))
-				if fmt.Sprint(e1) != fmt.Sprint(e2) {
-					t.Fatalf("round %d, %q %q: uncached %v, cached %v", round, p[0], p[1], e1, e2)
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nSeries), "ns/point")
+	})
+	b.Run("AddLabels", func(b *testing.B) {
+		batch := w.NewBatch()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			batch.Reset()
+			for s := range nSeries {
+				if err := batch.AddLabels(labels[s], int64(i+1), chunk.Int(int64(s))); err != nil {
+					b.Fatal(err)
 				}
 			}
-			if len(plain.samples) != len(cached.samples) {
-				t.Fatalf("%d samples against %d", len(plain.samples), len(cached.samples))
-			}
-			for i := range plain.samples {
-				if plain.samples[i] != cached.samples[i] {
-					t.Fatalf("sample %d: %q against %q", i, plain.samples[i].Labels, cached.samples[i].Labels)
-				}
-			}
-			plain.Reset()
-			cached.Reset()
 		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nSeries), "ns/point")
 	})
 }
 

@@ -436,6 +436,9 @@ func FuzzPutDecoderCache(f *testing.F) {
 					t.Fatalf("%s: %v, alone %v", raw, err, werr)
 				}
 				if err != nil {
+					if d.Ref() != nil {
+						t.Fatalf("%s was rejected but has the ref %v", raw, d.Ref())
+					}
 					if err.(*PointError).Message != werr.(*PointError).Message {
 						t.Fatalf("%s: %v, alone %v", raw, err, werr)
 					}
@@ -443,6 +446,13 @@ func FuzzPutDecoderCache(f *testing.F) {
 				}
 				if !samePoint(*dp, want) {
 					t.Fatalf("%s:\ngot   %+v\nalone %+v", raw, *dp, want)
+				}
+				// A ref attached to a series comes back with its points only.
+				name := fmt.Sprint(dp.Metric, dp.Tags)
+				if ref := d.Ref(); ref == nil {
+					d.SetRef(name)
+				} else if ref != name {
+					t.Fatalf("%s: the ref of %s, not %s", raw, ref, name)
 				}
 				return nil
 			})

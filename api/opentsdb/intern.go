@@ -103,10 +103,11 @@ type seriesCache struct {
 }
 
 type seriesEntry struct {
-	metric string // "" where the key holds the tags alone
-	tags   []Tag  // decoded, a repeated pair collapsed, in the order sent
-	valid  bool   // every name is valid (the /api/put tags cache keeps others too)
-	ref    any    // the caller's, see LineParser.SetRef
+	metric string         // "" where the key holds the tags alone
+	tags   []Tag          // decoded, a repeated pair collapsed, in the order sent
+	valid  bool           // every name is valid (the /api/put tags cache keeps others too)
+	ref    any            // the caller's, see LineParser.SetRef
+	refs   map[string]any // by metric, where the key holds the tags alone (PutDecoder.SetRef)
 }
 
 const (
@@ -137,4 +138,19 @@ func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid
 	c.m[string(key)] = e
 	c.bytes += size
 	return e
+}
+
+// setRef attaches v to metric in e, an entry of c, within c's bound.
+func (c *seriesCache) setRef(e *seriesEntry, metric string, v any) {
+	size := len(metric) + seriesCacheOverhead
+	if c.bytes+size > seriesCacheMaxBytes {
+		return
+	}
+	if e.refs == nil {
+		e.refs = make(map[string]any, 1)
+	}
+	if _, ok := e.refs[metric]; !ok {
+		c.bytes += size
+	}
+	e.refs[metric] = v
 }

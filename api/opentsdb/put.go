@@ -26,10 +26,15 @@ type PutDecoder struct {
 	// tagSets holds the tags objects that decoded without a message, by
 	// their bytes: a series' tags are sent the same way every time.
 	tagSets seriesCache
-	raw     []byte // the element being reported
-	strBuf  []byte // unescaped strings, reused
-	valBuf  []byte // an unescaped value string, reused
-	keyBuf  []byte // an unescaped object key, reused
+	// curTags is the tagSets entry of the point being decoded or
+	// reported, nil if its tags are not remembered.
+	curTags *seriesEntry
+	// reporting says fn is running for a good point: Ref and SetRef work.
+	reporting bool
+	raw       []byte // the element being reported
+	strBuf    []byte // unescaped strings, reused
+	valBuf    []byte // an unescaped value string, reused
+	keyBuf    []byte // an unescaped object key, reused
 }
 
 type tagMemo struct {
@@ -157,10 +162,36 @@ func (d *PutDecoder) element(b []byte, i, n int, fn func(int, *DataPoint, error)
 	if msg != "" {
 		err = fn(n, nil, &PointError{Index: n, Message: msg, Raw: d.raw})
 	} else {
+		d.reporting = true
 		err = fn(n, &d.dp, nil)
+		d.reporting = false
 	}
 	d.raw = nil
 	return next, err
+}
+
+// Ref returns what SetRef attached to the series (the metric, and the tags
+// object exactly as written) of the point being reported, while Decode's fn
+// runs for a good point; nil otherwise, or if nothing was attached or the
+// decoder had forgotten the series.
+func (d *PutDecoder) Ref() any {
+	if !d.reporting || d.curTags == nil {
+		return nil
+	}
+	return d.curTags.refs[d.dp.Metric]
+}
+
+// SetRef attaches v to the series of the point being reported, for as long
+// as the decoder remembers its tags; Ref returns it for every later point of
+// the series. A handler keeps there its own form of the series (the
+// storage's name for it, say), so a series sent again costs one lookup in
+// all. It does nothing outside fn, for a point with an error, or past the
+// decoder's bound on what it remembers.
+func (d *PutDecoder) SetRef(v any) {
+	if !d.reporting || d.curTags == nil {
+		return
+	}
+	d.tagSets.setRef(d.curTags, d.dp.Metric, v)
 }
 
 // Raw returns the JSON of the point being reported, exactly as sent, while
@@ -224,6 +255,7 @@ func scalar(b []byte, i int, buf *[]byte) (text []byte, kind int, isNum bool, ne
 func (d *PutDecoder) point(b []byte, i int) (next int, msg string, err error) {
 	dp := &d.dp
 	dp.Metric, dp.Timestamp, dp.Value, dp.Tags = "", 0, chunk.Value{}, dp.Tags[:0]
+	d.curTags = nil
 	maxLen := d.Limits.maxNameLen()
 
 	var (
@@ -308,7 +340,7 @@ func (d *PutDecoder) point(b []byte, i int) (next int, msg string, err error) {
 				valueMsg = "Unable to parse value to a number"
 			}
 		case "tags":
-			dp.Tags, tagMsg, tagsValid = dp.Tags[:0], "", true
+			dp.Tags, tagMsg, tagsValid, d.curTags = dp.Tags[:0], "", true, nil
 			if i < len(b) && b[i] == '{' {
 				tagsKind = kindText
 				i, tagsValid, err = d.tagsCached(b, i, maxLen, &tagMsg)
@@ -373,12 +405,13 @@ func (d *PutDecoder) tagsCached(b []byte, i, maxLen int, msg *string) (next int,
 	if end, err := skipValue(b, i, 1); err == nil {
 		if e := d.tagSets.get(b[i:end], d.Limits); e != nil {
 			d.dp.Tags = append(d.dp.Tags[:0], e.tags...)
+			d.curTags = e
 			return end, e.valid, nil
 		}
 	}
 	next, *msg, valid, err = d.tags(b, i, maxLen)
 	if err == nil && *msg == "" {
-		d.tagSets.put(b[i:next], d.Limits, "", d.dp.Tags, valid)
+		d.curTags = d.tagSets.put(b[i:next], d.Limits, "", d.dp.Tags, valid)
 	}
 	return next, valid, err
 }

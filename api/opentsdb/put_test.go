@@ -514,3 +514,37 @@ func TestValidateName(t *testing.T) {
 		})
 	}
 }
+
+func TestPutDecoderRef(t *testing.T) {
+	var d PutDecoder
+	var refs []any
+	decode := func(body string, set any) {
+		t.Helper()
+		refs = refs[:0]
+		err := d.Decode([]byte(body), func(i int, dp *DataPoint, err error) error {
+			refs = append(refs, d.Ref())
+			if err == nil && d.Ref() == nil && set != nil {
+				d.SetRef(set)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	decode(`[{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1"}},{"metric":"m","timestamp":2,"value":1,"tags":{"a":"1"}}]`, "m{a=1}")
+	if !slices.Equal(refs, []any{nil, "m{a=1}"}) {
+		t.Fatalf("refs %v", refs)
+	}
+	decode(`[{"metric":"n","timestamp":1,"value":1,"tags":{"a":"1"}},`+ // another metric, the same tags
+		`{"tags":{"a":"1"},"metric":"m","timestamp":1,"value":1},`+ // the fields in another order
+		`{"metric":"m","timestamp":1,"value":"x","tags":{"a":"1"}},`+ // a point in error
+		`{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1"},"tags":{"a":"2"}},`+ // the last tags count
+		`{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1"},"tags":"x"}]`, nil)
+	if !slices.Equal(refs, []any{nil, "m{a=1}", nil, nil, nil}) {
+		t.Fatalf("refs %v", refs)
+	}
+	if d.Ref() != nil {
+		t.Fatalf("Ref outside Decode: %v", d.Ref())
+	}
+}
