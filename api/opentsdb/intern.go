@@ -106,6 +106,7 @@ type seriesEntry struct {
 	metric string         // "" where the key holds the tags alone
 	tags   []Tag          // decoded, a repeated pair collapsed, in the order sent
 	valid  bool           // every name is valid (the /api/put tags cache keeps others too)
+	tagsOK bool           // valid, and the tags pass validateSeries (/api/put)
 	ref    any            // the caller's, see LineParser.SetRef
 	refs   map[string]any // by metric, where the key holds the tags alone (PutDecoder.SetRef)
 }

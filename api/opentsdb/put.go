@@ -1,6 +1,7 @@
 package opentsdb
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -394,26 +395,50 @@ done:
 		return i, valueMsg, nil
 	}
 	dp.Timestamp = TimestampMillis(tsRaw)
-	if err := dp.validateRest(d.Limits, metricValid && tagsValid); err != nil {
-		return i, err.(*PointError).Message, nil
+	var err2 error
+	if metricValid && d.curTags != nil && d.curTags.tagsOK {
+		err2 = dp.validateValue() // validateSeries would pass: known from the tags
+	} else {
+		err2 = dp.validateRest(d.Limits, metricValid && tagsValid)
+	}
+	if err2 != nil {
+		return i, err2.(*PointError).Message, nil
 	}
 	return i, "", nil
 }
 
 // tagsCached is tags, for an object sent before by its bytes.
+//
+// An object whose first '}' ends it (no '}' in its strings: the common
+// case) is looked up without a scan: the bytes up to that '}' equal an
+// object decoded before only if they are that whole object. Others are
+// scanned to their end first.
 func (d *PutDecoder) tagsCached(b []byte, i, maxLen int, msg *string) (next int, valid bool, err error) {
+	if j := bytes.IndexByte(b[i:], '}'); j > 0 {
+		if e := d.tagSets.get(b[i:i+j+1], d.Limits); e != nil {
+			return d.tagsHit(e, i+j+1)
+		}
+	}
 	if end, err := skipValue(b, i, 1); err == nil {
 		if e := d.tagSets.get(b[i:end], d.Limits); e != nil {
-			d.dp.Tags = append(d.dp.Tags[:0], e.tags...)
-			d.curTags = e
-			return end, e.valid, nil
+			return d.tagsHit(e, end)
 		}
 	}
 	next, *msg, valid, err = d.tags(b, i, maxLen)
 	if err == nil && *msg == "" {
 		d.curTags = d.tagSets.put(b[i:next], d.Limits, "", d.dp.Tags, valid)
+		if d.curTags != nil {
+			// The checks of validateSeries that depend on the tags alone.
+			d.curTags.tagsOK = valid && (&DataPoint{Tags: d.curTags.tags}).validateSeries(d.Limits, true) == nil
+		}
 	}
 	return next, valid, err
+}
+
+func (d *PutDecoder) tagsHit(e *seriesEntry, next int) (int, bool, error) {
+	d.dp.Tags = append(d.dp.Tags[:0], e.tags...)
+	d.curTags = e
+	return next, e.valid, nil
 }
 
 // tags decodes the tags object at b[i] into d.dp.Tags, collapsing a pair sent
