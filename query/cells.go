@@ -1,7 +1,6 @@
 package query
 
 import (
-	"fmt"
 	"math"
 
 	"hourglass/chunk"
@@ -271,9 +270,4 @@ func decodeRange(dst []chunk.Point, it *chunk.Iterator, c cellRef, start, end in
 		ok = it.Next()
 	}
 	return dst, it.Err()
-}
-
-// corruptErr is the error of a cell that does not decode.
-func corruptErr(err error) error {
-	return fmt.Errorf("query: corrupt cell: %w", err)
 }
