@@ -37,8 +37,9 @@ func (s *splitListener) loop() {
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
-			s.err = err
-			s.once.Do(func() { close(s.done) })
+			// Set inside the once, before done closes, so Accept reads it
+			// safely; after Close it stays nil (net.ErrClosed).
+			s.once.Do(func() { s.err = err; close(s.done) })
 			return
 		}
 		s.wg.Add(1)

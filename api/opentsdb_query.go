@@ -134,7 +134,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		t1 := time.Now()
 		sb.stats.series = len(ss)
 		for _, x := range ss {
-			sb.stats.rawDPs += int64(len(x.Points))
+			sb.stats.rawDPs += int64(x.RawPoints)
 		}
 		if req.Delete {
 			// The reply shows what was deleted, as OpenTSDB's does; only
