@@ -128,7 +128,9 @@ func (c *seriesCache) get(key []byte, l Limits) *seriesEntry {
 // put remembers metric and a copy of tags under key, and returns the entry
 // (nil for a key too long to be kept).
 func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid bool) *seriesEntry {
-	size := len(key) + len(tags)*32 + seriesCacheOverhead // names are the interner's
+	// The names are the interner's; a caller's ref (a storage name) is
+	// about as long as the key.
+	size := 2*len(key) + len(tags)*32 + seriesCacheOverhead
 	if len(key) > internMaxLen {
 		return nil
 	}

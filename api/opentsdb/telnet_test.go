@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"hourglass/chunk"
@@ -182,5 +183,19 @@ func TestLineParserRef(t *testing.T) {
 	}
 	if err := ParsePutLine([]byte("put m 4 1 a=1 b=2"), Limits{}, &dp); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLineParserSeriesBounded(t *testing.T) {
+	var p LineParser
+	var dp DataPoint
+	for i := range 3 * seriesCacheMaxEntries {
+		if err := p.Parse([]byte("put m 1 1 id="+strconv.Itoa(i)), &dp); err != nil {
+			t.Fatal(err)
+		}
+		p.SetRef(i)
+		if len(p.series.m) > seriesCacheMaxEntries || p.series.bytes > seriesCacheMaxBytes {
+			t.Fatalf("after %d series: %d entries, %d bytes", i+1, len(p.series.m), p.series.bytes)
+		}
 	}
 }
