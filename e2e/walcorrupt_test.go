@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -79,12 +80,20 @@ func TestWALCorruption(t *testing.T) {
 			}
 			s.restart()
 			s.checkExact("wal.first", now-1000, now, first)
-			got := s.raw("wal.second", now-1000, now)
 			if c.secondKept {
 				s.checkExact("wal.second", now-1000, now, second)
-			} else if len(got) != 0 {
+			} else {
 				// The damaged record is gone whole: nothing of it half-applied.
-				t.Fatalf("points of the damaged record came back: %v", got)
+				// Its metric's UID may or may not have reached the store before
+				// the kill (UIDs are durable with the next store write, and
+				// replay makes them again only from records that survive), so
+				// an unknown name is as good an answer as no points.
+				body := fmt.Sprintf(`{"start":%d,"end":%d,"msResolution":true,"queries":[{"aggregator":"none","metric":"wal.second"}]}`, now-1000, now)
+				code, resp := s.do("POST", "/api/query", "application/json", []byte(body))
+				unknown := code == 400 && strings.Contains(string(resp), "No such name for 'metrics'")
+				if !unknown && (code != 200 || strings.TrimSpace(string(resp)) != "[]") {
+					t.Fatalf("points of the damaged record came back: %d %s", code, resp)
+				}
 			}
 			// The server goes on taking writes after the repair.
 			third := mk("wal.third")
