@@ -188,36 +188,11 @@ func (h *Head) runDelete(ctx context.Context, job *deleteJob) error {
 // lookupTSUID returns the TSUID of l without assigning UIDs: nil if one of
 // its names has none, in which case the store holds nothing of it.
 func (h *Head) lookupTSUID(ctx context.Context, l Labels) ([]byte, error) {
-	tsuid, err := h.uids.GetID(ctx, nil, uid.Metric, l.Metric())
+	tsuid, err := tsuidOf(ctx, l, h.uids.GetID)
 	if errors.Is(err, uid.ErrNoSuchName) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	type pair struct{ k, v []byte }
-	var pairs []pair
-	missing := false
-	l.Range(func(k, v string) bool {
-		var kid, vid []byte
-		if kid, err = h.uids.GetID(ctx, nil, uid.TagK, k); err == nil {
-			vid, err = h.uids.GetID(ctx, nil, uid.TagV, v)
-		}
-		if errors.Is(err, uid.ErrNoSuchName) {
-			missing, err = true, nil
-			return false
-		}
-		pairs = append(pairs, pair{kid, vid})
-		return err == nil
-	})
-	if err != nil || missing {
-		return nil, err
-	}
-	sort.Slice(pairs, func(i, j int) bool { return string(pairs[i].k) < string(pairs[j].k) })
-	for _, p := range pairs {
-		tsuid = append(append(tsuid, p.k...), p.v...)
-	}
-	return tsuid, nil
+	return tsuid, err
 }
 
 // deleteFromStore removes the points of the series tsuids in [start, end]

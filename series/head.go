@@ -342,7 +342,12 @@ func (h *Head) getOrCreate(ctx context.Context, l Labels) (*memSeries, error) {
 
 // resolve returns the TSUID of l, assigning UIDs to new names.
 func (h *Head) resolve(ctx context.Context, l Labels) ([]byte, error) {
-	tsuid, err := h.uids.GetOrAssign(ctx, nil, uid.Metric, l.Metric())
+	return tsuidOf(ctx, l, h.uids.GetOrAssign)
+}
+
+// tsuidOf returns the TSUID of l with the UIDs id gives its names.
+func tsuidOf(ctx context.Context, l Labels, id func(ctx context.Context, dst []byte, k uid.Kind, name string) ([]byte, error)) ([]byte, error) {
+	tsuid, err := id(ctx, nil, uid.Metric, l.Metric())
 	if err != nil {
 		return nil, err
 	}
@@ -350,10 +355,10 @@ func (h *Head) resolve(ctx context.Context, l Labels) ([]byte, error) {
 	var pairs []pair
 	l.Range(func(k, v string) bool {
 		var kid, vid []byte
-		if kid, err = h.uids.GetOrAssign(ctx, nil, uid.TagK, k); err != nil {
+		if kid, err = id(ctx, nil, uid.TagK, k); err != nil {
 			return false
 		}
-		if vid, err = h.uids.GetOrAssign(ctx, nil, uid.TagV, v); err != nil {
+		if vid, err = id(ctx, nil, uid.TagV, v); err != nil {
 			return false
 		}
 		pairs = append(pairs, pair{kid, vid})
