@@ -259,7 +259,6 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 			}
 			sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })
 			var muts []store.Mutation
-			var scanErr error
 			err := h.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
 				var hour int64
 				var err error
@@ -274,8 +273,10 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 					return true
 				}
 				if pts, err = chunk.Decode(pts[:0], c.Value, hour); err != nil {
-					scanErr = fmt.Errorf("series: delete: corrupt cell in row %x: %w", c.Row, err)
-					return false
+					// Failing the job would stop the flusher behind it for
+					// good: leave the cell as it is (reads report it).
+					h.opts.Logger.Error("delete: a corrupt cell is left as it is", "row", fmt.Sprintf("%x", c.Row), "err", err)
+					return true
 				}
 				kept := cutRange(pts, start, end, false)
 				switch {
@@ -285,16 +286,12 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 				default:
 					b, err := chunk.Append(nil, hour, kept)
 					if err != nil {
-						scanErr = fmt.Errorf("series: delete: re-encoding row %x: %w", c.Row, err)
-						return false
+						panic("series: points decoded from a cell do not encode again: " + err.Error())
 					}
 					muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Value: b})
 				}
 				return true
 			})
-			if err == nil {
-				err = scanErr
-			}
 			if err != nil {
 				return total, err
 			}

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"time"
 
 	"hourglass/chunk"
 	"hourglass/rowkey"
 	"hourglass/series"
+	"hourglass/store"
 )
 
 // model is what a reader must see: series → timestamp → value.
@@ -175,5 +177,53 @@ func TestDeleteMatchesModel(t *testing.T) {
 	e.close()
 	e = openEnv(t, dir, mod)
 	equalPoints(t, e.readNonEmpty("sys.cpu", span[0], span[1]), m.points(span[0], span[1]))
+	e.close()
+}
+
+// TestDeleteOverACorruptCell: a cell that does not decode is left as it is
+// and the delete completes (a failing job would hold the flusher for ever).
+func TestDeleteOverACorruptCell(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, nil)
+	l := host(1)
+	e.append(series.Sample{Labels: l, T: t0, V: chunk.Int(1)}, series.Sample{Labels: l, T: t0 + 60_000, V: chunk.Int(2)})
+	if err := e.head.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var row []byte
+	err := e.st.Scan(context.Background(), store.TableData, []store.KeyRange{{Start: []byte{}}}, func(c store.Cell) bool {
+		row = append([]byte(nil), c.Row...)
+		return false
+	})
+	if err != nil || row == nil {
+		t.Fatalf("no row: %v", err)
+	}
+	bad := store.Mutation{Row: row, Qualifier: rowkey.AppendQualifier(nil, 1, 99), Value: []byte{0xff, 0xfe}}
+	if err := e.st.Write(context.Background(), store.TableData, []store.Mutation{bad}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.head.Delete(ctx, []series.Labels{l}, t0+30_000, t0+90_000); err != nil {
+		t.Fatalf("delete over a corrupt cell: %v", err)
+	}
+	// The good cell lost its second point; the bad one is still there.
+	cells := map[string][]byte{}
+	err = e.st.Scan(context.Background(), store.TableData, []store.KeyRange{store.RowRange(row)}, func(c store.Cell) bool {
+		cells[string(c.Qualifier)] = append([]byte(nil), c.Value...)
+		return true
+	})
+	if err != nil || len(cells) != 2 || cells[string(bad.Qualifier)] == nil {
+		t.Fatalf("row after the delete: %d cells, %v", len(cells), err)
+	}
+	for q, v := range cells {
+		if q == string(bad.Qualifier) {
+			continue
+		}
+		pts, err := chunk.Decode(nil, v, t0)
+		if err != nil || len(pts) != 1 || pts[0].T != t0 {
+			t.Fatalf("the good cell holds %v (%v), want only the point at t0", pts, err)
+		}
+	}
 	e.close()
 }
