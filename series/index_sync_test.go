@@ -483,8 +483,11 @@ func TestFlushReadsRowsAtOnce(t *testing.T) {
 	if err := h.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := st.readRows.Load(); n > 200 {
-		t.Fatalf("flushing 200 overlapping rows read rows %d times one by one; want only the merges", n)
+	// The 200 merges read their rows; the flusher may also wake while
+	// Flush is still sealing and take a batch of one chunk, whose row it
+	// reads alone. One read per row on top (400) is what prefetching saves.
+	if n := st.readRows.Load(); n > 220 {
+		t.Fatalf("flushing 200 overlapping rows read rows %d times one by one; want the 200 merges and a few batches of one", n)
 	}
 	for i := 0; i < 200; i += 37 {
 		tsuid, err := h.resolve(ctx, MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}}))
