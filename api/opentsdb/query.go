@@ -1,6 +1,8 @@
 package opentsdb
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -223,11 +225,72 @@ type subQueryWire struct {
 }
 
 type rateOptionsWire struct {
-	Counter    flexBool  `json:"counter"`
-	IsCounter  flexBool  `json:"isCounter"`
-	CounterMax flexInt64 `json:"counterMax"`
-	ResetValue flexInt64 `json:"resetValue"`
-	DropResets flexBool  `json:"dropResets"`
+	Counter    flexBool     `json:"counter"`
+	IsCounter  flexBool     `json:"isCounter"`
+	CounterMax counterLimit `json:"counterMax"`
+	ResetValue counterLimit `json:"resetValue"`
+	DropResets flexBool     `json:"dropResets"`
+}
+
+// counterLimit is a rate's counterMax or resetValue as JSON: what
+// ParseCounterLimit accepts, as a number or a string; null is unset.
+type counterLimit struct {
+	v   int64
+	set bool
+}
+
+func (c *counterLimit) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		*c = counterLimit{}
+		return nil
+	}
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s = strings.TrimSpace(s); s == "" {
+			*c = counterLimit{}
+			return nil
+		}
+	}
+	v, err := ParseCounterLimit(s)
+	if err != nil {
+		return errors.New(err.Error() + ", got " + shorten(string(b)))
+	}
+	*c = counterLimit{v: v, set: true}
+	return nil
+}
+
+// two63 and two64 are 2^63 and 2^64 as float64.
+const (
+	two63 = float64(1 << 63)
+	two64 = two63 * 2
+)
+
+// ParseCounterLimit parses a rate's counter max or reset value. OpenTSDB
+// holds them in a long; Grafana's Go backend sends them as float64, and
+// an unset uint64 maximum as 1.8446744073709552e+19. So: an integer that
+// fits in an int64; a number that does, truncated toward zero; and any
+// number from 2^63 to 2^64 (the uint64 range past int64's) is
+// math.MaxInt64, the default, "no max". Anything else is an error.
+func ParseCounterLimit(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	if _, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return math.MaxInt64, nil // past int64, within uint64
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(f):
+		return 0, errors.New("expected an integer")
+	case f < -two63 || f > two64:
+		return 0, errors.New("expected an integer from -2^63 to 2^64")
+	case f >= two63:
+		return math.MaxInt64, nil
+	}
+	return int64(f), nil
 }
 
 type filterWire struct {

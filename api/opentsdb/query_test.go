@@ -2,9 +2,12 @@ package opentsdb
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/url"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,6 +85,12 @@ func TestParseQueryJSONGrafana(t *testing.T) {
 					q.Rate, q.RateOptions, q.ExplicitTags = true, ro(true, 4294967295, 1500, false), true
 					q.Filters = []Filter{{FilterLiteralOr, "dc", "a|b", false}, {FilterLiteralOr, "host", "web01", true}}
 				})}}},
+		{"backend, unset uint64 counter max as a float64 (issue 11)",
+			`{"start":1767225600,"queries":[{"aggregator":"sum","metric":"m","rate":true,"rateOptions":{"counter":true,"counterMax":1.8446744073709552e+19,"resetValue":0}}]}`,
+			&QueryRequest{Start: "1767225600",
+				Queries: []SubQuery{sub("sum", "m", func(q *SubQuery) {
+					q.Rate, q.RateOptions = true, ro(true, math.MaxInt64, 0, false)
+				})}}},
 		{"backend, empty query",
 			`{"start":0,"end":0,"queries":null}`,
 			&QueryRequest{Start: "0", End: "0"}},
@@ -145,7 +154,7 @@ func TestParseQueryJSONErrors(t *testing.T) {
 		{"object start", `{"start":{}}`, "Unable to parse the given JSON", "expected a string, got an object"},
 		{"bad bool", `{"showQuery":"yes"}`, "Unable to parse the given JSON", `expected a boolean, got "yes"`},
 		{"bad counterMax", `{"queries":[{"rateOptions":{"counterMax":"x"}}]}`, "Unable to parse the given JSON", `expected an integer, got "x"`},
-		{"huge counterMax", `{"queries":[{"rateOptions":{"counterMax":1.8446744073709552e19}}]}`, "Unable to parse the given JSON", `expected an integer, got 1.8446744073709552e19`},
+		{"counterMax past 2^64", `{"queries":[{"rateOptions":{"counterMax":1.8446744073709552e20}}]}`, "Unable to parse the given JSON", `expected an integer from -2^63 to 2^64, got 1.8446744073709552e20`},
 		{"unknown filter", `{"queries":[{"filters":[{"type":"foo","tagk":"k","filter":"x"}]}]}`,
 			"Unable to parse the given JSON", "Could not find a tag value filter of the type: foo"},
 		{"filter without type", `{"queries":[{"filters":[{"tagk":"k","filter":"x"}]}]}`,
@@ -386,4 +395,99 @@ func TestParseQueryURIErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseCounterLimit(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"0", 0, false},
+		{"-5", -5, false},
+		{"4294967295", 4294967295, false},
+		{"9223372036854775807", math.MaxInt64, false},
+		{"18446744073709551615", math.MaxInt64, false},   // uint64 max, as an integer
+		{"1.8446744073709552e+19", math.MaxInt64, false}, // as Go's float64 prints it
+		{"9.223372036854776e+18", math.MaxInt64, false},  // 2^63
+		{"1.5e3", 1500, false},
+		{"1000.9", 1000, false},
+		{"-1000.9", -1000, false},
+		{"-9.223372036854776e+18", math.MinInt64, false},
+		{"3.7e19", 0, true}, // past 2^64
+		{"-1e19", 0, true},
+		{"1e400", 0, true},
+		{"NaN", 0, true},
+		{"Inf", 0, true},
+		{"x", 0, true},
+		{"", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseCounterLimit(tt.in)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("ParseCounterLimit(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// Grafana's backend sends counterMax and resetValue as float64: the JSON
+// body and the m= form both take them, and refuse what does not fit with a
+// 400 that quotes a bounded part of the input.
+func TestRateOptionsFloats(t *testing.T) {
+	q, err := ParseQueryURI(url.Values{"start": {"1h-ago"}, "m": {"sum:rate{counter,1.8446744073709552e+19,1.5e3}:m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Queries[0].RateOptions; !reflect.DeepEqual(got, ro(true, math.MaxInt64, 1500, false)) {
+		t.Errorf("m= rate options %+v", got)
+	}
+	q, err = ParseQueryJSON([]byte(`{"start":1,"queries":[{"aggregator":"sum","metric":"m","rate":true,"rateOptions":{"counter":true,"counterMax":"65535.0","resetValue":"1e2"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Queries[0].RateOptions; !reflect.DeepEqual(got, ro(true, 65535, 100, false)) {
+		t.Errorf("JSON rate options %+v", got)
+	}
+	long := strings.Repeat("9", 5000)
+	for _, body := range []string{
+		`{"start":1,"queries":[{"aggregator":"sum","metric":"m","rateOptions":{"counterMax":1e30}}]}`,
+		`{"start":1,"queries":[{"aggregator":"sum","metric":"m","rateOptions":{"resetValue":"` + long + `x"}}]}`,
+	} {
+		_, err := ParseQueryJSON([]byte(body))
+		var re *RequestError
+		if !errors.As(err, &re) || re.Status != 400 || len(re.Message)+len(re.Details) > 600 {
+			t.Errorf("%.80s: error %v, want a short 400", body, err)
+		}
+	}
+	_, err = ParseQueryURI(url.Values{"start": {"1h-ago"}, "m": {"sum:rate{counter," + long + "x}:m"}})
+	var re *RequestError
+	if !errors.As(err, &re) || re.Status != 400 || len(re.Message) > 300 {
+		t.Errorf("m= with a long counter max: error %v, want a short 400", err)
+	}
+}
+
+func FuzzParseCounterLimit(f *testing.F) {
+	for _, s := range []string{"0", "-1", "1.8446744073709552e+19", "18446744073709551615", "9223372036854775808",
+		"1e400", "NaN", "-0", "1.5e3", "0x10", "+Inf", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseCounterLimit(s)
+		if err != nil {
+			if v != 0 {
+				t.Fatalf("error %v with value %d", err, v)
+			}
+			return
+		}
+		// An accepted value is what the text says, truncated, or the
+		// "no max" of the uint64 range.
+		if iv, err := strconv.ParseInt(s, 10, 64); err == nil && iv != v {
+			t.Fatalf("%q = %d, want %d", s, v, iv)
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f >= 0 && v < 0 {
+			t.Fatalf("%q = %d: sign flipped", s, v)
+		}
+	})
 }

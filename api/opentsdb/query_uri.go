@@ -229,16 +229,16 @@ func parseRateOptions(spec string) (RateOptions, error) {
 	ro.Counter = strings.HasSuffix(parts[0], "counter")
 	ro.DropResets = parts[0] == "dropcounter"
 	if len(parts) >= 2 && parts[1] != "" {
-		v, msg := parseLong([]byte(parts[1]))
-		if msg != "" {
-			return ro, badRequest("Max value of counter was not a number, received '" + parts[1] + "'")
+		v, err := ParseCounterLimit(parts[1])
+		if err != nil {
+			return ro, badRequest("Max value of counter was not a number, received '" + shorten(parts[1]) + "'")
 		}
 		ro.CounterMax = v
 	}
 	if len(parts) >= 3 && parts[2] != "" {
-		v, msg := parseLong([]byte(parts[2]))
-		if msg != "" {
-			return ro, badRequest("Reset value of counter was not a number, received '" + parts[2] + "'")
+		v, err := ParseCounterLimit(parts[2])
+		if err != nil {
+			return ro, badRequest("Reset value of counter was not a number, received '" + shorten(parts[2]) + "'")
 		}
 		ro.ResetValue = v
 	}
