@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"hourglass/chunk"
 	"hourglass/rowkey"
@@ -104,4 +106,78 @@ func BenchmarkHeadNewSeries(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
+}
+
+// cpuTime returns the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkLateRewrite is issue 11's case: two past hours of 1 s points for
+// 4 series, sent in /api/put-sized batches of 500 and flushed to the store.
+// "first" sends two new hours each time; "resend" sends the same two hours
+// again (new values) after they are in the store. cpu-ns/point is the process' CPU
+// (every goroutine: flusher, WAL, store) per point sent.
+func BenchmarkLateRewrite(b *testing.B) {
+	for _, mode := range []string{"first", "resend"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			layout := rowkey.DefaultLayout()
+			h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+				Layout: layout, Logger: quiet,
+				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			const nSeries, perHour = 4, 3600
+			ctx := context.Background()
+			send := func(hour int64, round int) {
+				batch := make([]series.Sample, 0, 500)
+				errs := make([]error, 500)
+				for p := int64(0); p < 2*perHour; p++ {
+					for s := 0; s < nSeries; s++ {
+						batch = append(batch, series.Sample{Labels: host(s), T: t0 + hour*rowkey.HourMs + p*1000, V: chunk.Float(float64(p+int64(round)) / 4)})
+						if len(batch) == cap(batch) {
+							if err := h.Append(ctx, batch, errs); err != nil {
+								b.Fatal(err)
+							}
+							batch = batch[:0]
+						}
+					}
+				}
+				if len(batch) > 0 {
+					if err := h.Append(ctx, batch, errs[:len(batch)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := h.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			send(0, 0) // series, UIDs and, for resend, the hour in the store
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if mode == "first" {
+					send(int64(2*i+2), i)
+				} else {
+					send(0, i+1)
+				}
+			}
+			pts := float64(b.N * nSeries * 2 * perHour)
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/pts, "cpu-ns/point")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pts, "ns/point")
+		})
+	}
 }

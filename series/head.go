@@ -30,6 +30,11 @@ type Options struct {
 	// points before they seal, by the wall clock or by the series' own newest
 	// point, whichever comes first. Default 10 minutes.
 	Grace time.Duration
+	// LateGrace and LateMaxPoints bound the late chunks, which gather the
+	// points of hours already past their grace (late.go). Defaults 10 s
+	// and 1,000,000 points.
+	LateGrace     time.Duration
+	LateMaxPoints int64
 	// WAL configures the write-ahead log; WAL.Dir is required.
 	WAL wal.Options
 	// WALMaxBytes bounds the WAL: past it, the chunks that hold its oldest
@@ -63,6 +68,7 @@ func (o *Options) fill() {
 	if o.Grace <= 0 {
 		o.Grace = 10 * time.Minute
 	}
+	o.fillLate()
 	if o.WALMaxBytes <= 0 {
 		o.WALMaxBytes = 1 << 30
 	}
@@ -125,6 +131,10 @@ type Head struct {
 	sync *indexSync
 	// storeFailing is set while the flusher's writes to the store fail.
 	storeFailing atomic.Bool
+	// latePoints counts the points in late chunks; lateSealing is set while
+	// the bound on them seals them all (late.go).
+	latePoints  atomic.Int64
+	lateSealing atomic.Bool
 }
 
 type headShard struct {
@@ -155,6 +165,12 @@ type openChunk struct {
 	hour   int64
 	pts    []chunk.Point
 	minSeg int
+	// late: opened for an hour already past its grace; it seals when full,
+	// at deadline (wall clock, unix ms) or at the bound (late.go). lateN
+	// is what it added to Head.latePoints.
+	late     bool
+	deadline int64
+	lateN    int64
 }
 
 type sealedChunk struct {
@@ -174,6 +190,7 @@ type rowInfo struct {
 
 type cellSpan struct {
 	first, last int64
+	n           int // points
 	qual        []byte
 }
 
@@ -526,12 +543,13 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	if i < len(s.open) && s.open[i].hour == hour {
 		oc = s.open[i]
 	} else {
-		oc = &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 16)}
+		oc = h.newOpenChunk(hour, seg, max(s.maxT, now), now)
 		s.open = append(s.open, nil)
 		copy(s.open[i+1:], s.open[i:])
 		s.open[i] = oc
 	}
 	oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
+	overBound := oc.late && h.addLate(oc)
 	if seg < oc.minSeg {
 		oc.minSeg = seg
 	}
@@ -544,7 +562,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	graceMs := h.opts.Grace.Milliseconds()
 	for j := 0; j < len(s.open); {
-		if c := s.open[j]; c.hour+rowkey.HourMs+graceMs <= s.maxT {
+		if c := s.open[j]; !c.late && c.hour+rowkey.HourMs+graceMs <= s.maxT {
 			sealed = append(sealed, h.sealLocked(s, c))
 			continue
 		}
@@ -556,6 +574,9 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	if len(sealed) > 0 {
 		h.enqueue(sealed)
+	}
+	if overBound {
+		h.sealLateEarly()
 	}
 	return true
 }
@@ -569,6 +590,7 @@ func (h *Head) sealLocked(s *memSeries, oc *openChunk) *sealedChunk {
 			break
 		}
 	}
+	h.latePoints.Add(-oc.lateN)
 	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.pts), minSeg: oc.minSeg}
 	s.pending = append(s.pending, sc)
 	return sc
@@ -741,40 +763,6 @@ func (h *Head) stopFlusher() {
 	h.flushQ = append(h.flushQ, nil) // a nil chunk tells the flusher to stop
 	h.flushMu.Unlock()
 	h.flushCond.Broadcast()
-}
-
-// Stats are figures for /api/stats and the status page.
-type Stats struct {
-	Series       int   // series in the head
-	IndexSeries  int   // series in the index
-	PointsInHead int   // points in open and sealed-but-unwritten chunks
-	WALBytes     int64 // bytes of WAL on disk
-}
-
-// Stats returns current figures.
-func (h *Head) Stats() Stats {
-	var st Stats
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.RLock()
-		st.Series += len(sh.m)
-		for _, s := range sh.m {
-			s.mu.Lock()
-			for _, c := range s.open {
-				st.PointsInHead += len(c.pts)
-			}
-			for _, c := range s.pending {
-				st.PointsInHead += len(c.pts)
-			}
-			s.mu.Unlock()
-		}
-		sh.mu.RUnlock()
-	}
-	st.IndexSeries = h.index.Len()
-	if h.log != nil {
-		st.WALBytes = h.log.Size()
-	}
-	return st
 }
 
 // Abandon stops the head without sealing or writing anything and releases

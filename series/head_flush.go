@@ -159,6 +159,11 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 				keep = append(keep, cs)
 			}
 		}
+		if h.foldDue(keep, overlapping, len(pts)) {
+			// The row's cells piled up: rewrite them all as full cells.
+			overlapping, keep = append(overlapping, keep...), keep[:0]
+			h.m.rowFolds.Inc()
+		}
 		ri.cells = keep
 		if len(overlapping) > 0 {
 			merged, err = h.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
@@ -176,7 +181,7 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 				panic("series: a sealed chunk does not encode: " + err.Error())
 			}
 			muts = append(muts, store.Mutation{Row: row, Qualifier: q, Value: b})
-			ri.cells = append(ri.cells, cellSpan{first: part[0].T, last: part[len(part)-1].T, qual: q})
+			ri.cells = append(ri.cells, cellSpan{first: part[0].T, last: part[len(part)-1].T, n: len(part), qual: q})
 			newQuals[string(q)] = true
 		}
 		for _, cs := range overlapping {
@@ -325,14 +330,16 @@ func (h *Head) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell)
 		return cellSpan{}, false
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	n := 0
 	for it.Next() {
 		t, _ := it.At()
 		first, last = min(first, t), max(last, t)
+		n++
 	}
 	if first > last {
 		return cellSpan{}, false
 	}
-	return cellSpan{first: first, last: last, qual: append([]byte(nil), c.Qualifier...)}, true
+	return cellSpan{first: first, last: last, n: n, qual: append([]byte(nil), c.Qualifier...)}, true
 }
 
 // keepRow records ri among the series' newest few rows and returns it; older
@@ -393,7 +400,7 @@ func (h *Head) sweeper() {
 func (h *Head) sweep() {
 	now := h.opts.Now().UnixMilli()
 	graceMs := h.opts.Grace.Milliseconds()
-	h.sealWhere(func(c *openChunk) bool { return c.hour+rowkey.HourMs+graceMs <= now })
+	h.sealWhere(func(c *openChunk) bool { return h.due(c, now, graceMs) })
 	if h.log.Size() > h.opts.WALMaxBytes {
 		oldest := h.lowWater()
 		h.sealWhere(func(c *openChunk) bool { return c.minSeg <= oldest })

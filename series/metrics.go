@@ -10,6 +10,9 @@ type metrics struct {
 	flushErrors    prometheus.Counter
 	walCorruptions prometheus.Counter
 	deletes        prometheus.Counter
+	latePoints     prometheus.Counter
+	lateEarlySeals prometheus.Counter
+	rowFolds       prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer, h *Head) *metrics {
@@ -28,9 +31,19 @@ func newMetrics(r prometheus.Registerer, h *Head) *metrics {
 			Name: "hourglass_wal_corruptions_total", Help: "Torn or corrupt WAL records found and truncated at replay."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_deletes_total", Help: "Deletes of points recorded (OpenTSDB's /api/query with delete)."}),
+		latePoints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_head_late_points_total", Help: "Points appended to late chunks (hours already past their grace)."}),
+		lateEarlySeals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_head_late_early_seals_total", Help: "Times the late chunks reached -late-max-points and were all sealed early."}),
+		rowFolds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_head_row_folds_total", Help: "Rows whose cells piled up and were rewritten as fewer, full cells."}),
 	}
 	if r != nil {
 		r.MustRegister(m.series, m.points, m.chunksSealed, m.chunksWritten, m.flushErrors, m.walCorruptions, m.deletes,
+			m.latePoints, m.lateEarlySeals, m.rowFolds,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "hourglass_head_late_points", Help: "Points in late chunks now (bounded by -late-max-points)."},
+				func() float64 { return float64(h.latePoints.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "hourglass_index_series", Help: "Series in the series index."},
 				func() float64 { return float64(h.index.Len()) }),

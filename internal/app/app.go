@@ -52,6 +52,8 @@ type Config struct {
 
 	ChunkMaxPoints int
 	SealGrace      time.Duration
+	LateGrace      time.Duration // late chunks: series.Options.LateGrace
+	LateMaxPoints  int64         // and LateMaxPoints
 
 	// Retention is how long data is kept (0: for ever); RetentionInterval
 	// how often what is older is dropped.
@@ -164,6 +166,8 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		WriterID:       cfg.WriterID,
 		ChunkMaxPoints: cfg.ChunkMaxPoints,
 		Grace:          cfg.SealGrace,
+		LateGrace:      cfg.LateGrace,
+		LateMaxPoints:  cfg.LateMaxPoints,
 		WAL: wal.Options{
 			Dir:         filepath.Join(cfg.DataDir, "wal"),
 			SegmentSize: cfg.WALSegmentSize,

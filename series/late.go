@@ -1,0 +1,91 @@
+package series
+
+import (
+	"time"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+)
+
+// Late points: a point for an hour already past its grace (by the series'
+// newest point or by the wall clock) goes to a late chunk of its
+// series-hour, which keeps taking the points of that hour until it is
+// full, its LateGrace passes or the late chunks of the head hold
+// LateMaxPoints; then it is sealed and the flusher merges it into the row
+// (head_flush.go), folding the row's cells when they pile up. Re-sending an
+// hour thus costs about what sending it did: a chunk per ChunkMaxPoints
+// points, not one per point.
+
+// FoldSlack is how many cells past twice the fewest that could hold its
+// points a row may have before the flusher folds it (rewrites all of this
+// writer's cells of the row as full ones).
+const FoldSlack = 4
+
+func (o *Options) fillLate() {
+	if o.LateGrace <= 0 {
+		o.LateGrace = 10 * time.Second
+	}
+	if o.LateMaxPoints <= 0 {
+		o.LateMaxPoints = 1_000_000
+	}
+}
+
+// newOpenChunk returns an open chunk for hour, late if the hour is past its
+// grace at newest (the series' newest point or the wall clock, unix ms).
+func (h *Head) newOpenChunk(hour int64, seg int, newest, now int64) *openChunk {
+	oc := &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 16)}
+	if hour+rowkey.HourMs+h.opts.Grace.Milliseconds() <= newest {
+		oc.late = true
+		oc.deadline = now + h.opts.LateGrace.Milliseconds()
+	}
+	return oc
+}
+
+// addLate counts a point added to the late chunk oc (under its series'
+// lock) and reports whether the late chunks are past their bound.
+func (h *Head) addLate(oc *openChunk) bool {
+	oc.lateN++
+	h.m.latePoints.Inc()
+	return h.latePoints.Add(1) > h.opts.LateMaxPoints
+}
+
+// due reports whether the sweep at now (unix ms) seals c: an on-time chunk
+// once its hour and grace have passed, a late one at its deadline.
+func (h *Head) due(c *openChunk, now, graceMs int64) bool {
+	if c.late {
+		return c.deadline <= now
+	}
+	return c.hour+rowkey.HourMs+graceMs <= now
+}
+
+// sealLateEarly seals every late chunk: their points passed the bound. One
+// caller at a time does it; the others go on (the head may pass the bound
+// by what they append meanwhile).
+func (h *Head) sealLateEarly() {
+	if !h.lateSealing.CompareAndSwap(false, true) {
+		return
+	}
+	defer h.lateSealing.Store(false)
+	h.m.lateEarlySeals.Inc()
+	h.sealWhere(func(c *openChunk) bool { return c.late })
+}
+
+// foldDue reports whether writing pts points into a row whose cells are
+// keep (untouched) and overlapping (merged with the points) would leave the
+// row with more than 2×(the fewest cells that hold its points)+FoldSlack
+// cells. Folding then rewrites every cell: amortised over the cells that
+// piled up, a late point costs about a chunk's worth of rewriting.
+func (h *Head) foldDue(keep, overlapping []cellSpan, pts int) bool {
+	maxPts := h.opts.ChunkMaxPoints
+	merged := pts
+	for _, c := range overlapping {
+		merged += c.n
+	}
+	total := merged
+	for _, c := range keep {
+		total += c.n
+	}
+	fewest := (total + maxPts - 1) / maxPts
+	after := len(keep) + (merged+maxPts-1)/maxPts
+	return len(keep) > 0 && after > 2*fewest+FoldSlack
+}
