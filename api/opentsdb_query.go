@@ -106,6 +106,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		writeOpenTSDBError(w, http.StatusBadRequest, "Deleting data is not enabled", "")
 		return
 	}
+	if req.Delete && !s.mayDelete(r) {
+		code, failure = http.StatusForbidden, errors.New("deleting needs the admin scope")
+		writeOpenTSDBError(w, http.StatusForbidden, "Deleting data needs the admin scope", "")
+		return
+	}
 	start, end, err := req.Validate(time.Now(), time.UTC)
 	if err != nil {
 		fail(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"hourglass/api/auth"
 	"hourglass/ingest"
 	"hourglass/query"
 	"hourglass/series"
@@ -76,6 +77,9 @@ type Config struct {
 
 	// Prom holds the limits of the Prometheus dialect (prom_config.go).
 	Prom PromConfig
+
+	// Conn holds the connection limits, TLS and authentication (listener.go).
+	Conn ConnConfig
 }
 
 func (c *Config) fill() {
@@ -115,6 +119,7 @@ func (c *Config) fill() {
 	if c.QueryLogSize <= 0 {
 		c.QueryLogSize = 256
 	}
+	c.Conn.fill()
 	if c.CORSHeaders == "" {
 		c.CORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
 	}
@@ -131,6 +136,8 @@ type Server struct {
 	router  *mux.Router
 	started time.Time
 	m       *serverMetrics
+	cm      *connMetrics
+	auth    *auth.Authenticator // nil: no authentication
 
 	puts    sync.Pool
 	putOnce sync.Once
@@ -157,11 +164,14 @@ func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Eng
 		started: time.Now(), telnets: map[net.Conn]struct{}{},
 	}
 	s.m = newServerMetrics(reg)
+	s.cm = newConnMetrics(reg)
+	s.auth = cfg.Conn.Auth
 	s.router = s.routes()
 	return s
 }
 
-// Handler returns the HTTP handler (for tests that need no listener).
+// Handler returns the HTTP handler, authentication included (for tests
+// that need no listener).
 func (s *Server) Handler() http.Handler { return s.router }
 
 func (s *Server) routes() *mux.Router {
@@ -174,8 +184,16 @@ func (s *Server) routes() *mux.Router {
 	s.openTSDBRoutes(r)
 	s.statusRoutes(r)
 	web.Register(r)
-	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(s.notFound)
+	if s.cfg.Conn.DebugPprof {
+		r.PathPrefix(pprofPrefix).HandlerFunc(pprofHandler)
+	}
+	nf := http.Handler(http.HandlerFunc(s.notFound))
+	if s.auth != nil {
+		r.Use(func(next http.Handler) http.Handler { return s.auth.Middleware(scopeOf, next) })
+		nf = s.auth.Middleware(scopeOf, nf)
+	}
+	r.NotFoundHandler = nf
+	r.MethodNotAllowedHandler = nf
 	return r
 }
 
@@ -196,11 +214,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return http.ErrServerClosed
 	}
-	s.split = newSplitListener(ln, s.serveTelnet)
+	s.split = s.newSplitListener(ln)
 	s.http = &http.Server{
-		Handler:           s.router,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       5 * time.Minute,
+		Handler:           s.bodyDeadlines(s.router),
+		ReadHeaderTimeout: s.cfg.Conn.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.Conn.IdleTimeout,
+		ConnState:         connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	hs, sl := s.http, s.split

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"hourglass/api/auth"
 	"hourglass/api/opentsdb"
 	"hourglass/series"
 )
@@ -27,6 +28,13 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 	}
 	defer s.untrackTelnet(c)
 	defer c.Close()
+	if s.auth != nil && s.auth.Enabled() && !s.cfg.Conn.TelnetAllowUnauthenticated {
+		// The line protocol has no way to authenticate.
+		s.auth.Fail(auth.ReasonTelnetRefused, c.RemoteAddr().String(), "telnet")
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write([]byte("error: authentication is on and the telnet protocol cannot authenticate: use HTTP /api/put, or start hourglass with -telnet.allow-unauthenticated\n"))
+		return
+	}
 	lim := s.writer.Limits()
 	parser := opentsdb.LineParser{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}}
 	batch := s.writer.NewBatch()
@@ -53,7 +61,19 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 		batch.Reset()
 		return err == nil
 	}
-	for {
+	idle := s.cfg.Conn.TelnetIdleTimeout
+	for n := 0; ; n++ {
+		// Before waiting for the client (and every 1024 lines of a client
+		// that keeps the buffer full), it gets TelnetIdleTimeout to speak.
+		if br.Buffered() == 0 || n%1024 == 0 {
+			// Shutdown's deadline may have come first: look again.
+			_ = c.SetReadDeadline(time.Now().Add(idle))
+			if s.isClosing() {
+				commit()
+				_ = bw.Flush()
+				return
+			}
+		}
 		var err error
 		line, err = readLine(br, s.cfg.TelnetMaxLine, line)
 		if err != nil {
@@ -66,9 +86,8 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 				continue
 			}
 			_ = bw.Flush()
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !s.isClosing() {
-				continue
+			if isTimeout(err) && !s.isClosing() {
+				s.cm.timeouts.WithLabelValues("telnet_idle").Inc()
 			}
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/api/option"
 
 	"hourglass/api"
+	"hourglass/api/auth"
 	"hourglass/ingest"
 	"hourglass/query"
 	"hourglass/rowkey"
@@ -62,6 +63,12 @@ type Config struct {
 
 	StoreCacheBytes int64
 	UIDCacheBytes   int
+
+	// WebConfigFile is a Prometheus web configuration file (TLS, basic
+	// auth users); AuthConfigFile gives those users scopes and lists bearer
+	// tokens (api/auth). Either turns authentication on when it names a credential.
+	WebConfigFile  string
+	AuthConfigFile string
 
 	Ingest ingest.Limits
 	Query  query.Limits
@@ -160,6 +167,15 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.WebConfigFile != "" || cfg.AuthConfigFile != "" {
+		a, err := auth.New(auth.Options{WebConfigFile: cfg.WebConfigFile, AuthConfigFile: cfg.AuthConfigFile,
+			Logger: log.With("component", "auth"), Registerer: reg})
+		if err != nil {
+			return err
+		}
+		cfg.API.Conn.Auth = a
+		log.Info("authentication", "enabled", a.Enabled(), "tls", a.TLSConfig() != nil)
+	}
 	uids := uid.New(st, layout, uid.Options{CacheBytes: cfg.UIDCacheBytes})
 	head, err := series.Open(ctx, st, uids, series.Options{
 		Layout:         layout,

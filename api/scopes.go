@@ -1,0 +1,134 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"hourglass/api/auth"
+	"hourglass/web"
+)
+
+// routeScope is the scope a route needs: def, or by method.
+type routeScope struct {
+	def     auth.Scope
+	methods map[string]auth.Scope
+}
+
+var (
+	read  = routeScope{def: auth.Read}
+	write = routeScope{def: auth.Write}
+	admin = routeScope{def: auth.Admin}
+	// readWrite: reading is read, changing (POST, PUT, DELETE) is write.
+	readWrite = routeScope{def: auth.Read, methods: map[string]auth.Scope{
+		http.MethodPost: auth.Write, http.MethodPut: auth.Write, http.MethodDelete: auth.Write}}
+	// query: reading, but the DELETE verb deletes points (a body's
+	// "delete":true is checked by the handler, auth.Has).
+	queryScope = routeScope{def: auth.Read, methods: map[string]auth.Scope{http.MethodDelete: auth.Admin}}
+)
+
+// openTSDBScopes is the scope of each OpenTSDB endpoint (by its path after
+// /api/ and /api/v1/).
+var openTSDBScopes = map[string]routeScope{
+	"put":                  write,
+	"query":                queryScope,
+	"query/last":           read,
+	"query/exp":            read,
+	"query/gexp":           read,
+	"suggest":              read,
+	"search/lookup":        read,
+	"search/{type}":        read,
+	"uid/assign":           write,
+	"uid/uidmeta":          readWrite,
+	"uid/tsmeta":           readWrite,
+	"uid/rename":           admin,
+	"annotation":           readWrite,
+	"annotations":          readWrite,
+	"annotation/bulk":      write,
+	"aggregators":          read,
+	"config":               read,
+	"config/filters":       read,
+	"dropcaches":           admin,
+	"stats":                read,
+	"stats/jvm":            read,
+	"stats/query":          read,
+	"stats/region_clients": read,
+	"stats/threads":        read,
+	"version":              read,
+	"rollup":               write,
+	"histogram":            write,
+	"tree":                 admin,
+	"tree/{sub}":           admin,
+}
+
+// routeScopes is the one table of the scope each route needs, by the
+// route's path template. A route missing from it needs admin (scopeOf).
+var routeScopes = func() map[string]routeScope {
+	m := map[string]routeScope{
+		"/healthz":                            {def: auth.Open},
+		"/metrics":                            read,
+		"/":                                   read,
+		"/index.html":                         read,
+		web.Prefix:                            read,
+		"/api/status":                         read,
+		"/api/v1/write":                       write,
+		"/api/v1/read":                        read,
+		"/api/v1/query":                       queryScope,
+		"/api/v1/query_range":                 read,
+		"/api/v1/labels":                      read,
+		"/api/v1/label/{name}/values":         read,
+		"/api/v1/series":                      read,
+		"/api/v1/metadata":                    read,
+		"/api/v1/status/buildinfo":            read,
+		"/api/v1/rules":                       read,
+		"/api/v1/query_exemplars":             read,
+		"/api/v1/admin/tsdb/delete_series":    admin,
+		"/api/v1/admin/tsdb/clean_tombstones": admin,
+		pprofPrefix:                           admin,
+	}
+	for p, sc := range openTSDBScopes {
+		m["/api/"+p] = sc
+		if p != "query" {
+			m["/api/v1/"+p] = sc
+		}
+	}
+	return m
+}()
+
+// pprofPrefix is where -debug.pprof mounts net/http/pprof.
+const pprofPrefix = "/debug/pprof/"
+
+// scopeOf is the scope a request needs: its route's in routeScopes, by
+// method (a GET's method_override counts, as OpenTSDB applies it), admin
+// for a route not in the table, and any credential for a path no route takes.
+func scopeOf(r *http.Request) auth.Scope {
+	route := mux.CurrentRoute(r)
+	if route == nil {
+		return auth.Any
+	}
+	tpl, err := route.GetPathTemplate()
+	if err != nil {
+		return auth.Admin
+	}
+	rs, ok := routeScopes[tpl]
+	if !ok {
+		return auth.Admin
+	}
+	method := r.Method
+	if method == http.MethodGet {
+		if o := r.URL.Query().Get("method_override"); o != "" {
+			method = strings.ToUpper(o)
+		}
+	}
+	if sc, ok := rs.methods[method]; ok {
+		return sc
+	}
+	return rs.def
+}
+
+// mayDelete reports whether the request may delete points (a query's
+// "delete":true needs admin, whatever its route needs).
+func (s *Server) mayDelete(r *http.Request) bool {
+	return s.auth == nil || auth.Has(r.Context(), auth.Admin)
+}

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/mux"
+
+	"hourglass/api/auth"
+)
+
+// TestEveryRouteHasScope walks the router: every route is in the one table
+// of scopes, and a route that is not needs admin.
+func TestEveryRouteHasScope(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Conn.DebugPprof = true })
+	n := 0
+	err := ps.srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, err := route.GetPathTemplate()
+		if err != nil {
+			t.Errorf("a route without a path template: %v", err)
+			return nil
+		}
+		n++
+		if _, ok := routeScopes[tpl]; !ok {
+			t.Errorf("route %s has no scope in routeScopes", tpl)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 60 {
+		t.Fatalf("walked %d routes, expected all of them (>60)", n)
+	}
+	// Fail closed: a route missing from the table needs admin.
+	r := mux.NewRouter()
+	var got auth.Scope
+	r.HandleFunc("/not/in/the/table", func(_ http.ResponseWriter, r *http.Request) { got = scopeOf(r) })
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/not/in/the/table", nil))
+	if got != auth.Admin {
+		t.Fatalf("a route not in the table needs %v, want admin", got)
+	}
+}
+
+func tokenSHA(s string) string { b := sha256.Sum256([]byte(s)); return hex.EncodeToString(b[:]) }
+
+func newAuthServer(t *testing.T, pprofOn bool) http.Handler {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "auth.yml")
+	body := "tokens:\n"
+	for _, s := range []string{"read", "write", "admin"} {
+		body += "  - {name: " + s + ", sha256: " + tokenSHA(s+"-secret") + ", scopes: [" + s + "]}\n"
+	}
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{AuthConfigFile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPromServer(t, func(c *Config) {
+		c.Conn.Auth, c.Conn.DebugPprof, c.AllowDelete = a, pprofOn, true
+	}).h
+}
+
+func TestRouteScopes(t *testing.T) {
+	h := newAuthServer(t, true)
+	cases := []struct {
+		method, path, token, body string
+		want                      int
+	}{
+		{"GET", "/healthz", "", "", 200},
+		{"GET", "/api/version", "", "", 401},
+		{"GET", "/api/version", "write", "", 403},
+		{"GET", "/api/version", "read", "", 200},
+		{"GET", "/metrics", "read", "", 200},
+		{"GET", "/", "read", "", 200},
+		{"POST", "/api/put", "read", `{"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"}}`, 403},
+		{"POST", "/api/put", "write", `{"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"}}`, 204},
+		{"GET", "/api/uid/assign?metric=x", "write", "", 200},
+		{"GET", "/api/uid/assign?metric=y", "read", "", 403},
+		{"GET", "/api/dropcaches", "write", "", 403},
+		{"GET", "/api/dropcaches", "admin", "", 200},
+		{"DELETE", "/api/query?start=1&m=sum:m", "read", "", 403},
+		{"GET", "/api/query?start=1&m=sum:m&method_override=delete", "read", "", 403},
+		{"POST", "/api/query", "read", `{"start":1,"delete":true,"queries":[{"aggregator":"sum","metric":"m"}]}`, 403},
+		{"POST", "/api/v1/admin/tsdb/delete_series?match[]=m", "write", "", 403},
+		{"GET", "/debug/pprof/", "read", "", 403},
+		{"GET", "/debug/pprof/", "admin", "", 200},
+		{"GET", "/no/such/path", "", "", 401},
+		{"GET", "/no/such/path", "read", "", 404},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+c.token+"-secret")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("%s %s as %q: %d, want %d: %.200s", c.method, c.path, c.token, w.Code, c.want, w.Body.String())
+		}
+	}
+}
+
+func TestPprofOff(t *testing.T) {
+	h := newAuthServer(t, false)
+	r := httptest.NewRequest("GET", "/debug/pprof/", nil)
+	r.Header.Set("Authorization", "Bearer admin-secret")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ without -debug.pprof: %d, want 404", w.Code)
+	}
+}
