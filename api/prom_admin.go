@@ -1,8 +1,17 @@
 package api
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
@@ -94,4 +103,96 @@ func seriesLabels(pl labels.Labels) series.Labels {
 		}
 	})
 	return series.MakeLabels(metric, tags)
+}
+
+// snapshotter takes the snapshots of /api/v1/admin/tsdb/snapshot, one at a
+// time: a second request waits for the first (or for its own context).
+type snapshotter struct {
+	sem   chan struct{}
+	total *prometheus.CounterVec
+	took  prometheus.Histogram
+}
+
+func newSnapshotter(reg prometheus.Registerer) *snapshotter {
+	s := &snapshotter{
+		sem: make(chan struct{}, 1),
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_snapshots_total",
+			Help: "Snapshots asked for by /api/v1/admin/tsdb/snapshot, by result (ok, error, unsupported, disabled)."}, []string{"result"}),
+		took: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hourglass_snapshot_duration_seconds", Help: "Time taken by a snapshot.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8)}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.total, s.took)
+	}
+	return s
+}
+
+// snapshotName is a name as Prometheus gives its snapshots: the UTC time
+// and 16 random hex digits.
+func snapshotName(now time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%016x", now.UTC().Format("20060102T150405Z0700"), binary.BigEndian.Uint64(b[:])>>1)
+}
+
+// handleSnapshot is /api/v1/admin/tsdb/snapshot, as Prometheus': a copy of
+// everything acknowledged before the call, taken while writes go on, in
+// <snapshot dir>/<name>, a directory with the layout of a data directory
+// (series.Head.TakeSnapshot). skip_head=true copies the store alone,
+// leaving out what is only in the WAL. It needs -allow-delete, Prometheus'
+// --web.enable-admin-api, and the embedded store: on Bigtable the answer is
+// 501 and the tables are backed up with Bigtable's own backups.
+func (p *promAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	sn := p.snap
+	if !p.s.cfg.AllowDelete {
+		sn.total.WithLabelValues("disabled").Inc()
+		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
+		return
+	}
+	skipHead := false
+	if v := r.FormValue("skip_head"); v != "" {
+		var err error
+		if skipHead, err = strconv.ParseBool(v); err != nil {
+			p.invalidParam(w, "skip_head", fmt.Errorf("unable to parse boolean: %w", err))
+			return
+		}
+	}
+	if p.s.cfg.SnapshotDir == "" {
+		sn.total.WithLabelValues("unsupported").Inc()
+		p.respondError(w, prom.ErrorInternal, "no snapshot directory configured")
+		return
+	}
+	select {
+	case sn.sem <- struct{}{}:
+		defer func() { <-sn.sem }()
+	case <-r.Context().Done():
+		p.respondError(w, prom.ErrorCanceled, "waiting for the snapshot under way: "+r.Context().Err().Error())
+		return
+	}
+	name := snapshotName(time.Now())
+	if err := os.MkdirAll(p.s.cfg.SnapshotDir, 0o755); err != nil {
+		sn.total.WithLabelValues("error").Inc()
+		p.respondError(w, prom.ErrorInternal, fmt.Sprintf("create snapshot directory: %v", err))
+		return
+	}
+	st, err := p.s.engine.Head().TakeSnapshot(r.Context(), filepath.Join(p.s.cfg.SnapshotDir, name), skipHead)
+	switch {
+	case errors.Is(err, series.ErrSnapshotUnsupported):
+		sn.total.WithLabelValues("unsupported").Inc()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = w.Write(prom.AppendError(nil, prom.ErrorUnavailable, "snapshots are taken of the embedded store only (-storage=pebble); "+
+			"on Bigtable, back the tables up with Bigtable's backups (gcloud bigtable backups create, see docs/deploy-bigtable.md)"))
+		return
+	case err != nil:
+		sn.total.WithLabelValues("error").Inc()
+		p.respondError(w, prom.ErrorInternal, fmt.Sprintf("create snapshot: %v", err))
+		return
+	}
+	sn.total.WithLabelValues("ok").Inc()
+	sn.took.Observe(st.Took.Seconds())
+	out := append([]byte(`{"name":`), prom.AppendString(nil, name)...)
+	p.respond(w, append(out, '}'), nil, nil)
 }

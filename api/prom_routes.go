@@ -29,6 +29,7 @@ type promAPI struct {
 	parser    parser.Parser
 	limiter   *promLimiter
 	meta      *promMetadata
+	snap      *snapshotter
 	decoders  sync.Pool // *prom.Decoder
 	now       func() time.Time
 }
@@ -45,6 +46,7 @@ func (s *Server) promRoutes(r *mux.Router) {
 		parser:  parser.NewParser(parser.Options{}),
 		limiter: newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
 		meta:    newPromMetadata(cfg.MaxMetadata),
+		snap:    newSnapshotter(s.reg),
 		now:     time.Now,
 	}
 	p.decoders.New = func() any { return &prom.Decoder{} }
@@ -80,6 +82,7 @@ func (s *Server) promRoutes(r *mux.Router) {
 	route("/api/v1/query_exemplars", "prom_exemplars", p.handleExemplars, get, post)
 	route("/api/v1/admin/tsdb/delete_series", "prom_delete_series", p.handleDeleteSeries, post, http.MethodPut)
 	route("/api/v1/admin/tsdb/clean_tombstones", "prom_clean_tombstones", p.handleCleanTombstones, post, http.MethodPut)
+	route("/api/v1/admin/tsdb/snapshot", "prom_snapshot", p.handleSnapshot, post, http.MethodPut)
 }
 
 // promMethods answers other methods 405, as Prometheus' router does.

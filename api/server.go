@@ -74,6 +74,8 @@ type Config struct {
 	// "delete" option or the DELETE verb), as OpenTSDB's
 	// tsd.http.query.allow_delete. Off by default.
 	AllowDelete bool
+	// SnapshotDir is where /api/v1/admin/tsdb/snapshot writes snapshots (<data-dir>/snapshots).
+	SnapshotDir string
 
 	// Prom holds the limits of the Prometheus dialect (prom_config.go).
 	Prom PromConfig

@@ -81,7 +81,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.API.QueryLogSize, "query-log-size", 256, "finished queries listed by /api/stats/query")
 	fs.StringVar(&cfg.API.CORSDomains, "cors-domains", "", `origins allowed to call the OpenTSDB API from a browser: "*" or a comma-separated list ("" sends no CORS headers)`)
 	fs.StringVar(&cfg.API.CORSHeaders, "cors-headers", "", "Access-Control-Allow-Headers for CORS replies (default OpenTSDB's list)")
-	fs.BoolVar(&cfg.API.AllowDelete, "allow-delete", false, "let /api/query with \"delete\":true (or the DELETE verb) and /api/v1/admin/tsdb/delete_series delete the points they match")
+	fs.BoolVar(&cfg.API.AllowDelete, "allow-delete", false, "let /api/query with \"delete\":true (or the DELETE verb) and /api/v1/admin/tsdb/delete_series delete the points they match, and /api/v1/admin/tsdb/snapshot take snapshots (Prometheus' admin API)")
 	fs.BoolVar(&cfg.API.SkipUnresolvedTagVs, "skip-unresolved-tagvs", false, "a literal_or filter value that names no tag value matches nothing instead of failing the query")
 	fs.Int64Var(&cfg.API.Prom.WriteMaxDecodedBytes, "prom-write-max-decoded-bytes", 64<<20, "bytes of a remote-write body once decompressed (413 past it)")
 	fs.Int64Var(&cfg.API.Prom.WriteMaxInflightBytes, "prom-write-max-inflight-bytes", 256<<20, "bytes of the remote-write requests handled at once, past which requests get 429 and Retry-After")
