@@ -85,6 +85,7 @@ var routeScopes = func() map[string]routeScope {
 		"/api/v1/query_exemplars":             read,
 		"/api/v1/admin/tsdb/delete_series":    admin,
 		"/api/v1/admin/tsdb/clean_tombstones": admin,
+		"/api/v1/admin/tsdb/snapshot":         admin,
 		pprofPrefix:                           admin,
 	}
 	for p, sc := range openTSDBScopes {
