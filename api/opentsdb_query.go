@@ -95,6 +95,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	var summary []byte
 	defer func() { s.ots.queries.end(running, code, failure, summary) }()
 	fail := func(err error) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.engine.CountTimeout()
+		}
 		code, _, _ = openTSDBStatus(err)
 		failure = err
 		s.writeError(w, r, err)
@@ -179,6 +182,10 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		globals = toOpenTSDBNotes(list)
 	}
+	if err := ctx.Err(); err != nil {
+		fail(err)
+		return
+	}
 
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
@@ -230,6 +237,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 						return
 					}
 					out = out[:0]
+					s.checkSerializing(ctx, &code, &failure)
 				}
 			}
 			sb.stats.emitted += int64(n)
@@ -253,6 +261,19 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		failure = err
 	}
 	summary = summaryJSON(subs, time.Since(began))
+}
+
+// checkSerializing stops a reply whose query ran out of time while it was
+// being written: the status is sent, so the connection is cut (the client
+// sees a truncated reply, not a complete one) and the query log says 408.
+func (s *Server) checkSerializing(ctx context.Context, code *int, failure *error) {
+	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.engine.CountTimeout()
+		}
+		*code, *failure = http.StatusRequestTimeout, err
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // summaryJSON is the statsSummary object: totals, the average and maximum

@@ -295,8 +295,20 @@ func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 
 func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
 	res := qry.Exec(ctx)
+	if res.Err == nil {
+		// The engine is done; a query out of time still answers as one.
+		res.Err = ctx.Err()
+	}
 	if res.Err != nil {
-		p.respondError(w, promExecError(res.Err), res.Err.Error())
+		typ := promExecError(res.Err)
+		var tooMany promql.ErrTooManySamples
+		switch {
+		case typ == prom.ErrorTimeout:
+			p.s.engine.CountTimeout()
+		case errors.As(res.Err, &tooMany):
+			p.s.engine.CountSamplesLimit()
+		}
+		p.respondError(w, typ, res.Err.Error())
 		return
 	}
 	warnings := res.Warnings

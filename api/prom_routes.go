@@ -50,7 +50,7 @@ func (s *Server) promRoutes(r *mux.Router) {
 		now:     time.Now,
 	}
 	p.decoders.New = func() any { return &prom.Decoder{} }
-	p.queryable = s.engine.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples})
+	p.queryable = s.engine.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
 	p.engine = promql.NewEngine(promql.EngineOpts{
 		Logger:               s.log.With("component", "promql"),
 		Reg:                  s.reg,

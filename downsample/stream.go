@@ -31,6 +31,9 @@ type Downsampler struct {
 	bs, be  int64
 	n       int // points in the current bucket
 	prevT   int64
+
+	limit int64 // points it may still emit; < 0: no limit
+	over  bool  // it would have emitted more than its limit
 }
 
 // Reset prepares d to downsample one series with spec over [start, end]
@@ -46,7 +49,7 @@ func (d *Downsampler) Reset(dst []chunk.Point, spec Spec, start, end int64, loc 
 		panic("downsample: Spec has no interval; use ParseSpec")
 	}
 	d.release()
-	*d = Downsampler{spec: spec, start: start, end: end, dst: dst, prevT: math.MinInt64}
+	*d = Downsampler{spec: spec, start: start, end: end, dst: dst, prevT: math.MinInt64, limit: -1}
 	if spec.Agg.kind == kMedian || spec.Agg.kind == kPercentile {
 		d.bufp = floatBufs.Get().(*[]float64)
 		d.acc.buf = *d.bufp
@@ -65,6 +68,27 @@ func (d *Downsampler) Reset(dst []chunk.Point, spec Spec, start, end int64, loc 
 	if !spec.All {
 		d.bk = newBucketer(spec, loc)
 	}
+}
+
+// Limit makes d emit at most n points from now on (n >= 0): past them it
+// stops, drops the rest of the series and Over reports true. It bounds
+// the memory of one series when the caller could not bound its buckets
+// beforehand. Reset removes the limit.
+func (d *Downsampler) Limit(n int64) { d.limit = max(n, 0) }
+
+// Over reports whether d stopped at its Limit, so that its output is
+// incomplete; it is final once Finish has returned, until Reset.
+func (d *Downsampler) Over() bool { return d.over }
+
+// emit appends p unless that goes past the limit, in which case it stops
+// d and returns false.
+func (d *Downsampler) emit(dst []chunk.Point, p chunk.Point) ([]chunk.Point, bool) {
+	if d.limit == 0 {
+		d.over, d.dead = true, true
+		return dst, false
+	}
+	d.limit-- // -1 (no limit) stays negative
+	return append(dst, p), true
 }
 
 // release returns the pooled value buffer.
@@ -122,16 +146,20 @@ func (d *Downsampler) add(t int64, v chunk.Value) {
 	}
 	for d.be != math.MaxInt64 && t >= d.be {
 		// The current bucket is complete: t <= end, so bs <= end too.
+		ok := true
 		switch {
 		case d.n > 0:
-			d.dst = append(d.dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
+			d.dst, ok = d.emit(d.dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
 		case d.spec.Fill != FillNone:
-			d.dst = append(d.dst, chunk.Point{T: d.bs, V: d.fill})
+			d.dst, ok = d.emit(d.dst, chunk.Point{T: d.bs, V: d.fill})
 		default:
 			// Jump straight to the bucket of t.
 			nbs, nbe := d.bk.bounds(t)
 			d.bs, d.be = max(nbs, d.be), nbe
 			continue
+		}
+		if !ok {
+			return
 		}
 		d.acc.reset(d.spec.Agg, d.acc.buf)
 		d.n = 0
@@ -158,7 +186,7 @@ func (d *Downsampler) finish() []chunk.Point {
 	}
 	if d.spec.All {
 		if d.seen {
-			dst = append(dst, chunk.Point{T: d.start, V: chunk.Float(d.acc.result())})
+			dst, _ = d.emit(dst, chunk.Point{T: d.start, V: chunk.Float(d.acc.result())})
 		}
 		return dst
 	}
@@ -166,12 +194,16 @@ func (d *Downsampler) finish() []chunk.Point {
 		return dst
 	}
 	for d.bs <= d.end {
+		ok := true
 		switch {
 		case d.n > 0:
-			dst = append(dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
+			dst, ok = d.emit(dst, chunk.Point{T: d.bs, V: chunk.Float(d.acc.result())})
 		case d.spec.Fill != FillNone:
-			dst = append(dst, chunk.Point{T: d.bs, V: d.fill})
+			dst, ok = d.emit(dst, chunk.Point{T: d.bs, V: d.fill})
 		default:
+			return dst
+		}
+		if !ok {
 			return dst
 		}
 		d.acc.reset(d.spec.Agg, d.acc.buf)

@@ -327,7 +327,7 @@ func TestReadMatchesMaterialisingRead(t *testing.T) {
 		for n := range 60 {
 			start, end := env.randomRange(r)
 			want, wantN := env.eng.readSlow(t, env.entries, start, end)
-			got, err := env.eng.read(ctx, env.entries, start, end, 0)
+			got, err := env.eng.read(ctx, env.entries, start, end, pointLimit{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,15 +343,15 @@ func TestReadMatchesMaterialisingRead(t *testing.T) {
 			}
 			// The points limit counts what it did.
 			if wantN > 0 {
-				if _, err := env.eng.read(ctx, env.entries, start, end, wantN); err != nil {
+				if _, err := env.eng.read(ctx, env.entries, start, end, pointLimit{max: wantN, what: "points"}); err != nil {
 					t.Fatalf("limit %d, %d points: %v", wantN, wantN, err)
 				}
-				if _, err := env.eng.read(ctx, env.entries, start, end, wantN-1); !errors.Is(err, ErrLimit) {
+				if _, err := env.eng.read(ctx, env.entries, start, end, pointLimit{max: wantN - 1, what: "points"}); !errors.Is(err, ErrLimit) {
 					t.Fatalf("limit %d, %d points: error %v", wantN-1, wantN, err)
 				}
 			}
 			// The slow path (overlapping cells) is taken somewhere.
-			scs, err := env.eng.scan(ctx, env.entries, start, end, 0, nil)
+			scs, err := env.eng.scan(ctx, env.entries, start, end, pointLimit{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func (m exactMatcher) Literals() ([]string, bool)          { return []string{m.v
 // day alone (the head and the store, as every read does).
 func (e *Engine) Last(ctx context.Context, entries []*series.Entry, minT int64) ([]LastPoint, error) {
 	if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
-		return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
+		return nil, e.exceeded(&LimitError{What: "series", Limit: e.limits.MaxSeries, Flag: "-query-max-series", Need: int64(len(entries))})
 	}
 	if minT < 0 {
 		minT = 0

@@ -2,8 +2,10 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"hourglass/chunk"
@@ -66,7 +68,7 @@ func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	entries := req.Entries
 	if entries != nil {
 		if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
-			return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
+			return nil, e.exceeded(&LimitError{What: "series", Limit: e.limits.MaxSeries, Flag: "-query-max-series", Need: int64(len(entries))})
 		}
 	} else {
 		var err error
@@ -75,7 +77,10 @@ func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 		}
 	}
 	if req.Downsample == nil {
-		return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
+		return e.read(ctx, entries, sel.Start, sel.End, e.rawOutputLimit())
+	}
+	if err := e.planDownsample(*req.Downsample, sel.Start, sel.End, len(entries)); err != nil {
+		return nil, err
 	}
 	return e.readDownsampled(ctx, entries, sel.Start, sel.End, *req.Downsample, req.Location)
 }
@@ -93,35 +98,55 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 	for i, en := range entries {
 		out[i] = Series{Labels: en.Labels, TSUID: en.TSUID, downsampled: true}
 	}
-	// Without fill, a bucket holds a point at least; with it, every
-	// bucket of the range is emitted.
-	buckets := 1
-	if !spec.All && !spec.Calendar && spec.Interval > 0 {
-		buckets = int(min((end-start)/spec.Interval+2, 1<<16))
-	}
-	_, err := e.scan(ctx, entries, start, end, e.limits.MaxPoints, func(w *worker, idx []int, scs []seriesCells) error {
+	// Each series' buckets are taken from the output budget before they
+	// are made: all of the range's with a fill policy, no more than its
+	// points without (spec.Buckets bounds them). The Downsampler is held
+	// to what it got, so a loose calendar bound costs nothing and a bound
+	// past the budget stops the query, not the process.
+	_, hi := spec.Buckets(start, end)
+	capHint := int(min(hi, 1<<16))
+	b := newBudget(e.limits.MaxOutputPoints)
+	var seen atomic.Int64 // series with data so far, for the error
+	_, err := e.scan(ctx, entries, start, end, e.rawLimit(), func(w *worker, idx []int, scs []seriesCells) error {
 		for _, i := range idx {
 			sc := &scs[i]
 			out[i].RawPoints = sc.n
 			if sc.n == 0 {
 				continue
 			}
+			seen.Add(1)
+			want := hi
+			if spec.Fill == downsample.FillNone {
+				want = min(want, int64(sc.n))
+			}
+			got := b.take(want)
 			var dst []chunk.Point
-			if !spec.Calendar {
-				c := buckets
-				if spec.Fill == downsample.FillNone {
-					c = min(c, sc.n)
-				}
-				dst = make([]chunk.Point, 0, c)
+			switch {
+			case spec.Calendar:
+			case spec.Fill != downsample.FillNone:
+				dst = make([]chunk.Point, 0, got) // exactly its buckets
+			default:
+				dst = make([]chunk.Point, 0, min(int64(capHint), got))
 			}
 			w.ds.Reset(dst, spec, start, end, loc)
+			if b.limited {
+				w.ds.Limit(got)
+			}
 			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
-			for w.pts.next() {
+			for k := 1; w.pts.next(); k++ {
 				w.ds.Add(w.pts.t, w.pts.v)
+				if k%ctxEvery == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 			out[i].Points = w.ds.Finish()
+			over := w.ds.Over()
+			b.give(got - int64(len(out[i].Points)))
 			if err := w.pts.err; err != nil {
 				return corruptSeries(entries[i], err)
+			}
+			if over {
+				return e.outputError(0, fmt.Sprintf("%d series with points in the range so far, each up to %d buckets of %s", seen.Load(), want, spec))
 			}
 			sc.cells = nil
 			if err := ctx.Err(); err != nil {
@@ -156,6 +181,9 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 	loc := req.Location
 	if loc == nil {
 		loc = time.UTC
+	}
+	if err := e.checkProcess(req, sel.Start, ss); err != nil {
+		return nil, err
 	}
 	// Per series: downsample, then rate.
 	for i := range ss {
@@ -203,12 +231,18 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 		members := groups[k]
 		in := make([][]chunk.Point, len(members))
 		r := Result{Metric: req.Metric}
+		most := 0 // the output has at least the points of its longest input
 		for j, i := range members {
 			in[j] = ss[i].Points
+			most = max(most, len(in[j]))
 			r.TSUIDs = append(r.TSUIDs, ss[i].TSUID)
 		}
 		r.Tags, r.AggregateTags = groupTags(ss, members)
-		r.Points = trim(downsample.Aggregate(nil, in, req.Aggregator, req.Rate), req.Start, req.End)
+		agg := downsample.Aggregate(make([]chunk.Point, 0, most), in, req.Aggregator, req.Rate)
+		for j := range in {
+			in[j], ss[members[j]].Points = nil, nil // let the inputs go as the output is written
+		}
+		r.Points = trim(agg, req.Start, req.End)
 		if len(r.Points) == 0 {
 			continue
 		}
@@ -269,4 +303,30 @@ func trim(pts []chunk.Point, start, end int64) []chunk.Point {
 	i := sort.Search(len(pts), func(i int) bool { return pts[i].T >= start })
 	j := sort.Search(len(pts), func(i int) bool { return pts[i].T > end })
 	return pts[i:j]
+}
+
+// checkProcess bounds, before Process makes them, the buckets of the
+// series it downsamples itself (those Fetch did not).
+func (e *Engine) checkProcess(req Request, start int64, ss []Series) error {
+	limit := int64(e.limits.MaxOutputPoints)
+	if req.Downsample == nil || limit <= 0 {
+		return nil
+	}
+	spec := *req.Downsample
+	_, hi := spec.Buckets(start, req.End)
+	var total int64
+	for _, s := range ss {
+		if s.downsampled {
+			total += int64(len(s.Points))
+			continue
+		}
+		n := hi
+		if spec.Fill == downsample.FillNone {
+			n = min(n, int64(len(s.Points)))
+		}
+		if total += n; total > limit || total < 0 {
+			return e.outputError(0, fmt.Sprintf("%d series, each up to %d buckets of %s", len(ss), hi, spec))
+		}
+	}
+	return nil
 }

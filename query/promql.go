@@ -3,10 +3,12 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -33,6 +35,13 @@ import (
 type PromLimits struct {
 	MaxSeries  int
 	MaxSamples int
+	// MaxOutputPoints bounds steps × series of each selector of a range
+	// query, checked once the series are known and before their samples
+	// are read. Zero means the engine's Limits.MaxOutputPoints.
+	MaxOutputPoints int
+	// LookbackDelta is the PromQL engine's (default 5 minutes): a
+	// selector's hinted range starts that much before the first step.
+	LookbackDelta time.Duration
 }
 
 // MaxPromTimestamp is the latest timestamp the store can hold (ms): row keys
@@ -48,6 +57,12 @@ func (e *Engine) Queryable(l PromLimits) storage.Queryable {
 	}
 	if l.MaxSamples <= 0 {
 		l.MaxSamples = e.limits.MaxPoints
+	}
+	if l.MaxOutputPoints <= 0 {
+		l.MaxOutputPoints = e.limits.MaxOutputPoints
+	}
+	if l.LookbackDelta <= 0 {
+		l.LookbackDelta = 5 * time.Minute
 	}
 	return &promQueryable{e: e, lim: l}
 }
@@ -102,6 +117,9 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 		// Labels only (/api/v1/series): no samples are read.
 		return &promSeriesSet{series: out, i: -1}
 	}
+	if err := q.checkSteps(hints, len(out)); err != nil {
+		return storage.ErrSeriesSet(err)
+	}
 	if err := q.load(ctx, out, start, end); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
@@ -123,10 +141,10 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 		budget = q.lim.MaxSamples - q.samples
 		q.mu.Unlock()
 		if budget <= 0 {
-			return q.samplesError()
+			return q.e.exceeded(q.samplesError())
 		}
 	}
-	scs, err := q.e.scan(ctx, entries, start, end, budget, nil)
+	scs, err := q.e.scan(ctx, entries, start, end, pointLimit{max: budget, what: "samples"}, nil)
 	if err != nil {
 		var le *LimitError
 		switch {
@@ -148,7 +166,7 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
 	q.mu.Unlock()
 	if over {
-		return q.samplesError()
+		return q.e.exceeded(q.samplesError())
 	}
 	for i, s := range ss {
 		s.cells, s.start, s.end = &scs[i], start, end
@@ -156,8 +174,34 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	return nil
 }
 
-func (q *promQuerier) samplesError() error {
-	return &LimitError{What: "samples", Limit: q.lim.MaxSamples}
+// samplesError is the error of a query past its sample budget; the caller
+// counts it (the scan already has when it found it).
+func (q *promQuerier) samplesError() *LimitError {
+	return &LimitError{What: "samples", Limit: q.lim.MaxSamples, Flag: "-prom-query-max-samples"}
+}
+
+// checkSteps refuses a selector of a range query whose n series would
+// take more than the output limit at one point per step: the engine
+// evaluates a selector at every step of the range before it aggregates.
+func (q *promQuerier) checkSteps(hints *storage.SelectHints, n int) error {
+	limit := int64(q.lim.MaxOutputPoints)
+	if hints == nil || hints.Step <= 0 || limit <= 0 || n == 0 {
+		return nil
+	}
+	// The hinted range is the steps' less the lookback (a vector
+	// selector) or the range (a matrix selector).
+	span := hints.End - hints.Start
+	if hints.Range > 0 {
+		span -= hints.Range
+	} else {
+		span -= q.lim.LookbackDelta.Milliseconds()
+	}
+	steps := max(span, 0)/hints.Step + 1
+	if steps <= limit/int64(n) {
+		return nil
+	}
+	return q.e.exceeded(&LimitError{What: "output points", Limit: q.lim.MaxOutputPoints, Flag: "-query-max-output-points",
+		Need: steps * int64(n), Why: fmt.Sprintf("%d series × %d steps of %d ms", n, steps, hints.Step)})
 }
 
 // selectEntries resolves matchers to index entries with data on a day of
@@ -189,7 +233,7 @@ func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*
 		over := q.series > q.lim.MaxSeries
 		q.mu.Unlock()
 		if over {
-			return nil, &LimitError{What: "series", Limit: q.lim.MaxSeries}
+			return nil, q.e.exceeded(&LimitError{What: "series", Limit: q.lim.MaxSeries, Flag: "-prom-query-max-series"})
 		}
 	}
 	return out, nil

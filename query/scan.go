@@ -10,7 +10,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -22,27 +21,6 @@ import (
 	"hourglass/series"
 	"hourglass/store"
 )
-
-// Limits bound one query. Zero means no limit.
-type Limits struct {
-	MaxSeries int // series a query may touch
-	MaxPoints int // raw points a query may read
-}
-
-// LimitError says which limit a query exceeded; the edge maps it to 413.
-type LimitError struct {
-	What  string
-	Limit int
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("query exceeds the limit of %d %s; narrow the filters or the time range, or raise the limit", e.Limit, e.What)
-}
-
-// ErrLimit is what every LimitError unwraps to.
-var ErrLimit = errors.New("query limit exceeded")
-
-func (e *LimitError) Unwrap() error { return ErrLimit }
 
 // Selector picks series and a time range.
 type Selector struct {
@@ -69,10 +47,11 @@ type Series struct {
 
 // Engine runs reads over a head and its store. It is safe for concurrent use.
 type Engine struct {
-	head   *series.Head
-	st     store.Store
-	layout rowkey.Layout
-	limits Limits
+	head    *series.Head
+	st      store.Store
+	layout  rowkey.Layout
+	limits  Limits
+	metrics *engineMetrics // nil until RegisterMetrics
 }
 
 // NewEngine returns an engine over head.
@@ -92,27 +71,27 @@ func (e *Engine) Select(ctx context.Context, sel Selector) ([]Series, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.read(ctx, entries, sel.Start, sel.End, e.limits.MaxPoints)
+	return e.read(ctx, entries, sel.Start, sel.End, e.rawLimit())
 }
 
 // selectEntries returns the index entries sel selects, within the series limit.
 func (e *Engine) selectEntries(sel Selector) ([]*series.Entry, error) {
 	entries := e.head.Index().Select(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End)
 	if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
-		return nil, &LimitError{What: "series", Limit: e.limits.MaxSeries}
+		return nil, e.exceeded(&LimitError{What: "series", Limit: e.limits.MaxSeries, Flag: "-query-max-series", Need: int64(len(entries))})
 	}
 	return entries, nil
 }
 
 // ReadEntries returns the points of the given index entries in [start, end].
 func (e *Engine) ReadEntries(ctx context.Context, entries []*series.Entry, start, end int64) ([]Series, error) {
-	return e.read(ctx, entries, start, end, e.limits.MaxPoints)
+	return e.read(ctx, entries, start, end, e.rawLimit())
 }
 
-// read returns the points of entries in [start, end]; more than maxPoints
-// raw points read from the store (0: no limit) is a LimitError. Each
+// read returns the points of entries in [start, end]; more raw points
+// than lim allows is a LimitError. Each
 // series' points are decoded once, into a slice of the size they need.
-func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end int64, maxPoints int) ([]Series, error) {
+func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end int64, lim pointLimit) ([]Series, error) {
 	if len(entries) == 0 || end < start {
 		return nil, nil
 	}
@@ -120,7 +99,7 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 	for i, en := range entries {
 		out[i] = Series{Labels: en.Labels, TSUID: en.TSUID}
 	}
-	_, err := e.scan(ctx, entries, start, end, maxPoints, func(w *worker, idx []int, scs []seriesCells) error {
+	_, err := e.scan(ctx, entries, start, end, lim, func(w *worker, idx []int, scs []seriesCells) error {
 		total := 0
 		for _, i := range idx {
 			total += scs[i].n
@@ -134,8 +113,11 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 			}
 			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
 			n := len(slab)
-			for w.pts.next() {
+			for k := 1; w.pts.next(); k++ {
 				slab = append(slab, chunk.Point{T: w.pts.t, V: w.pts.v})
+				if k%ctxEvery == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 			if err := w.pts.err; err != nil {
 				return corruptSeries(entries[i], err)
@@ -168,9 +150,9 @@ type worker struct {
 // bucket, with the head's points, and returns them by entry. After a
 // bucket is scanned and the points limit checked, its goroutine calls
 // consume (when not nil) with the indexes of the entries it read; consume
-// may decode them and drop their cells. More than maxPoints points read
-// (0: no limit) is a LimitError.
-func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, maxPoints int, consume func(w *worker, idx []int, scs []seriesCells) error) ([]seriesCells, error) {
+// may decode them and drop their cells. More points read than lim allows
+// is a LimitError.
+func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, lim pointLimit, consume func(w *worker, idx []int, scs []seriesCells) error) ([]seriesCells, error) {
 	scs := make([]seriesCells, len(entries))
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
@@ -180,8 +162,8 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		scs[i].n = len(scs[i].head)
 		total += int64(scs[i].n)
 	}
-	if maxPoints > 0 && total > int64(maxPoints) {
-		return nil, &LimitError{What: "points", Limit: maxPoints}
+	if lim.over(total) {
+		return nil, e.exceeded(lim.err(total))
 	}
 	buckets := map[byte][]int{}
 	for i, en := range entries {
@@ -201,8 +183,8 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end)
 			mu.Lock()
 			total += n
-			if err == nil && maxPoints > 0 && total > int64(maxPoints) {
-				err = &LimitError{What: "points", Limit: maxPoints}
+			if err == nil && lim.over(total) {
+				err = e.exceeded(lim.err(total))
 			}
 			if err == nil && firstErr != nil {
 				err = firstErr

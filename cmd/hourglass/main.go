@@ -21,6 +21,7 @@ import (
 	_ "time/tzdata" // query time zones work on machines without a zoneinfo database
 
 	"hourglass/internal/app"
+	"hourglass/query"
 	"hourglass/series/wal"
 )
 
@@ -71,6 +72,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.API.QueryTimeout, "query-timeout", 0, "time one query may take (default 2m)")
 	fs.IntVar(&cfg.Query.MaxSeries, "query-max-series", 0, "series one query may read (0: no limit)")
 	fs.IntVar(&cfg.Query.MaxPoints, "query-max-points", 0, "raw points one query may read (0: no limit)")
+	fs.IntVar(&cfg.Query.MaxOutputPoints, "query-max-output-points", query.DefaultMaxOutputPoints, "points one query may produce: downsampled buckets (fill included) or raw points, over its series before aggregation; PromQL range queries: steps × series of a selector (413/422 past it; 0: no limit)")
 	fs.Int64Var(&cfg.API.PutStreamBytes, "put-stream-bytes", 8<<20, "an /api/put body longer than this is stored in windows of this size as it arrives")
 	fs.Int64Var(&cfg.API.PutMaxBytes, "put-max-bytes", 0, "bytes of a streamed /api/put body once decompressed (0: no limit)")
 	fs.IntVar(&cfg.API.PutMaxErrors, "put-max-errors", 10000, "point errors listed in one /api/put?details reply")

@@ -202,6 +202,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		return err
 	}
 	engine := query.NewEngine(head, cfg.Query)
+	engine.RegisterMetrics(reg)
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
 	srv := api.New(cfg.API, head, ingest.NewWriter(head, cfg.Ingest), engine, reg, log)
 
