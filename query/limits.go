@@ -55,7 +55,7 @@ func (e *LimitError) Error() string {
 		if e.Why != "" {
 			msg += " (" + e.Why + ")"
 		}
-		msg += fmt.Sprintf(", past the limit of %d", e.Limit)
+		msg += fmt.Sprintf(", past the limit of %d %s", e.Limit, e.What)
 	} else {
 		msg = fmt.Sprintf("query exceeds the limit of %d %s", e.Limit, e.What)
 		if e.Why != "" {
