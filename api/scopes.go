@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"hourglass/api/auth"
+	"hourglass/api/prom"
 	"hourglass/web"
 )
 
@@ -132,4 +133,37 @@ func scopeOf(r *http.Request) auth.Scope {
 // "delete":true needs admin, whatever its route needs).
 func (s *Server) mayDelete(r *http.Request) bool {
 	return s.auth == nil || auth.Has(r.Context(), auth.Admin)
+}
+
+// promPaths are the routes of the Prometheus dialect (prom_routes.go).
+var promPaths = map[string]bool{
+	"/api/v1/query_range": true, "/api/v1/labels": true, "/api/v1/label/{name}/values": true,
+	"/api/v1/series": true, "/api/v1/metadata": true, "/api/v1/status/buildinfo": true,
+	"/api/v1/rules": true, "/api/v1/query_exemplars": true,
+	"/api/v1/admin/tsdb/delete_series": true, "/api/v1/admin/tsdb/clean_tombstones": true,
+}
+
+// denyAuth writes a 401 or 403 in the dialect of the request's route:
+// Prometheus' JSON envelope for its query API, plain text for remote write
+// and read (as Prometheus' receiver answers) and paths outside /api,
+// OpenTSDB's error object for the rest of /api.
+func denyAuth(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	tpl := ""
+	if route := mux.CurrentRoute(r); route != nil {
+		tpl, _ = route.GetPathTemplate()
+	}
+	typ := "unauthorized"
+	if code == http.StatusForbidden {
+		typ = "forbidden"
+	}
+	switch {
+	case promPaths[tpl] || (tpl == "/api/v1/query" && (r.URL.Query().Has("query") || promIsForm(r))):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write(prom.AppendError(nil, typ, msg))
+	case tpl == "/api/v1/write" || tpl == "/api/v1/read" || !strings.HasPrefix(r.URL.Path, "/api/"):
+		http.Error(w, msg, code)
+	default:
+		writeOpenTSDBError(w, code, msg, "")
+	}
 }

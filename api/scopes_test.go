@@ -119,3 +119,30 @@ func TestPprofOff(t *testing.T) {
 		t.Fatalf("/debug/pprof/ without -debug.pprof: %d, want 404", w.Code)
 	}
 }
+
+// TestDenyInDialect: a refusal is written as the route's dialect writes errors.
+func TestDenyInDialect(t *testing.T) {
+	h := newAuthServer(t, false)
+	cases := []struct{ method, path, token, want string }{
+		{"GET", "/api/version", "", `"error":{"code":401`},
+		{"GET", "/api/dropcaches", "read", `"error":{"code":403`},
+		{"GET", "/api/v1/labels", "", `{"status":"error","errorType":"unauthorized"`},
+		{"GET", "/api/v1/query?query=up", "write", `{"status":"error","errorType":"forbidden"`},
+		{"POST", "/api/v1/write", "read", "read lacks the write scope"},
+		{"GET", "/metrics", "", "valid credentials needed"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(c.method, c.path, nil)
+		if c.token != "" {
+			r.Header.Set("Authorization", "Bearer "+c.token+"-secret")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if !strings.Contains(w.Body.String(), c.want) || (w.Code != 401 && w.Code != 403) {
+			t.Errorf("%s %s as %q: %d %q, want it to hold %q", c.method, c.path, c.token, w.Code, w.Body.String(), c.want)
+		}
+		if c.method == "POST" && strings.HasPrefix(w.Body.String(), "{") {
+			t.Errorf("remote write refused with JSON: %q", w.Body.String())
+		}
+	}
+}

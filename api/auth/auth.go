@@ -288,11 +288,18 @@ func (a *Authenticator) Fail(reason, remote, what string) {
 	}
 }
 
+// DenyFunc writes a refusal (401 or 403, with msg) in the request's dialect.
+type DenyFunc func(w http.ResponseWriter, r *http.Request, code int, msg string)
+
 // Middleware admits a request to next when its credentials hold the scope
 // need(r) names: 401 with WWW-Authenticate without valid credentials, 403
-// without the scope. The identity rides in the request's context (Has). The
-// web configuration's extra headers are set on every reply.
-func (a *Authenticator) Middleware(need func(*http.Request) Scope, next http.Handler) http.Handler {
+// without the scope, written by deny (nil: plain text). The identity rides
+// in the request's context (Has). The web configuration's extra headers are
+// set on every reply.
+func (a *Authenticator) Middleware(need func(*http.Request) Scope, deny DenyFunc, next http.Handler) http.Handler {
+	if deny == nil {
+		deny = func(w http.ResponseWriter, _ *http.Request, code int, msg string) { http.Error(w, msg, code) }
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := a.current()
 		for k, v := range st.headers {
@@ -308,12 +315,12 @@ func (a *Authenticator) Middleware(need func(*http.Request) Scope, next http.Han
 			a.Fail(reason, r.RemoteAddr, r.Method+" "+r.URL.Path)
 			w.Header().Add("WWW-Authenticate", `Basic realm="hourglass"`)
 			w.Header().Add("WWW-Authenticate", `Bearer realm="hourglass"`)
-			http.Error(w, "401 Unauthorized: valid credentials needed (HTTP basic auth or a bearer token)", http.StatusUnauthorized)
+			deny(w, r, http.StatusUnauthorized, "valid credentials needed (HTTP basic auth or a bearer token)")
 			return
 		}
 		if id.Scopes&scope != scope {
 			a.Fail(ReasonMissingScope, r.RemoteAddr, r.Method+" "+r.URL.Path+" by "+id.Name)
-			http.Error(w, "403 Forbidden: "+id.Name+" lacks the "+scope.String()+" scope", http.StatusForbidden)
+			deny(w, r, http.StatusForbidden, id.Name+" lacks the "+scope.String()+" scope")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))

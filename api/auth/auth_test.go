@@ -62,7 +62,7 @@ tokens:
 func TestMiddleware(t *testing.T) {
 	a, _, _ := newTestAuth(t)
 	need := map[string]Scope{"/r": Read, "/w": Write, "/a": Admin, "/open": Open}
-	h := a.Middleware(func(r *http.Request) Scope { return need[r.URL.Path] }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Middleware(func(r *http.Request) Scope { return need[r.URL.Path] }, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s := need[r.URL.Path]; s != Open && !Has(r.Context(), s) {
 			t.Errorf("%s: passed without the scope in the context", r.URL.Path)
 		}
@@ -109,7 +109,7 @@ func TestMiddleware(t *testing.T) {
 
 func TestFailuresCounted(t *testing.T) {
 	a, reg, _ := newTestAuth(t)
-	h := a.Middleware(func(*http.Request) Scope { return Write }, http.NotFoundHandler())
+	h := a.Middleware(func(*http.Request) Scope { return Write }, nil, http.NotFoundHandler())
 	r := httptest.NewRequest("GET", "/", nil)
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	r = httptest.NewRequest("GET", "/", nil)
@@ -188,7 +188,7 @@ func TestOffAdmitsAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := a.Middleware(func(*http.Request) Scope { return Admin }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Middleware(func(*http.Request) Scope { return Admin }, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !Has(r.Context(), Admin) {
 			t.Error("auth off: the request does not hold admin")
 		}
