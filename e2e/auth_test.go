@@ -322,3 +322,14 @@ func TestAuthPrometheusRemoteWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthPprof: -debug.pprof serves net/http/pprof to the admin scope only.
+func TestAuthPprof(t *testing.T) {
+	s := startSecure(t, "-debug.pprof")
+	if code, _, body := s.req(t, "GET", "/debug/pprof/goroutine?debug=1", cred{token: "admin-token"}, "", ""); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof as admin: %d %.200s", code, body)
+	}
+	if code, _, _ := s.req(t, "GET", "/debug/pprof/", cred{token: "read-token"}, "", ""); code != http.StatusForbidden {
+		t.Fatalf("pprof as read: %d, want 403", code)
+	}
+}

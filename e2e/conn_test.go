@@ -162,3 +162,48 @@ func TestConnCap(t *testing.T) {
 		t.Fatalf("rejected connections counted: %v", n)
 	}
 }
+
+// TestConnHeaderAndIdleTimeouts: a request line never finished is cut after
+// -http-read-header-timeout, an idle keep-alive connection after -http-idle-timeout.
+func TestConnHeaderAndIdleTimeouts(t *testing.T) {
+	s := start(t, t.TempDir(), "-http-read-header-timeout", "500ms", "-http-idle-timeout", "500ms")
+	waitClosed := func(what string, c net.Conn) {
+		t.Helper()
+		begin := time.Now()
+		_, _ = io.ReadAll(c)
+		if took := time.Since(begin); took > 5*time.Second {
+			t.Fatalf("%s closed after %s, want about 500 ms", what, took)
+		}
+	}
+	c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	_, _ = io.WriteString(c, "GET /api/version HTTP/1.1\r\nHost: x\r\n") // no end of headers
+	waitClosed("a connection with unfinished headers", c)
+
+	k, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	_ = k.SetDeadline(time.Now().Add(20 * time.Second))
+	_, _ = io.WriteString(k, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(k)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("a request: %q %v", line, err)
+	}
+	begin := time.Now()
+	_, _ = io.ReadAll(br) // the rest of the reply, then the close
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("an idle keep-alive connection closed after %s, want about 500 ms", took)
+	}
+	if n := metricValue(t, s, `hourglass_connection_timeouts_total{kind="header"}`); n < 1 {
+		t.Errorf("header timeouts counted: %v", n)
+	}
+	if n := metricValue(t, s, `hourglass_connection_timeouts_total{kind="idle"}`); n < 1 {
+		t.Errorf("idle timeouts counted: %v", n)
+	}
+}
