@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -25,6 +24,10 @@ func (e *errBodyTooLarge) Error() string {
 	return fmt.Sprintf("request body %s is larger than the limit of %d bytes", e.what, e.limit)
 }
 
+// pooledBufMax is the largest buffer bufPool keeps: a buffer grown for one
+// large body is dropped, not kept for ever by the pool.
+const pooledBufMax = 4 << 20
+
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func getBuf() *bytes.Buffer {
@@ -34,70 +37,115 @@ func getBuf() *bytes.Buffer {
 }
 
 func putBuf(b *bytes.Buffer) {
-	if b.Cap() <= 64<<20 {
+	if b.Cap() <= pooledBufMax {
 		bufPool.Put(b)
 	}
 }
 
 // readBody reads the request body into buf, decompressing gzip, zstd or
-// snappy (block) by Content-Encoding, within the configured limits. An
-// unsupported encoding is errUnsupportedEncoding.
+// snappy (block) by Content-Encoding, within the configured limits and the
+// server's decoding budget (errDecodeBusy when it is spent). An unsupported
+// encoding is errUnsupportedEncoding.
 func (s *Server) readBody(r *http.Request, buf *bytes.Buffer) error {
+	res := s.decoding.reservation()
+	defer res.release()
 	limit := s.cfg.MaxBodyBytes
 	raw := &strictLimitReader{r: r.Body, left: limit}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
-		_, err := buf.ReadFrom(raw)
-		return err
+		return readGrowing(raw, buf, limit, errTooLargeAsSent, res)
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(raw)
 		if err != nil {
 			return fmt.Errorf("%w: gzip: %v", errBadEncoding, err)
 		}
-		return s.readDecoded(zr, buf)
+		return s.readDecoded(zr, buf, res)
 	case "zstd":
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(s.cfg.MaxDecodedBytes)))
 		if err != nil {
 			return fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
 		}
 		defer zr.Close()
-		return s.readDecoded(zr, buf)
+		return s.readDecoded(zr, buf, res)
 	case "snappy":
-		comp := getBuf()
-		defer putBuf(comp)
-		if _, err := comp.ReadFrom(raw); err != nil {
-			return err
-		}
-		dlen, err := snappy.DecodedLen(comp.Bytes())
-		if err != nil {
-			return fmt.Errorf("%w: snappy: %v", errBadEncoding, err)
-		}
-		if int64(dlen) > s.cfg.MaxDecodedBytes {
-			return &errBodyTooLarge{"once decompressed", s.cfg.MaxDecodedBytes}
-		}
-		buf.Grow(dlen)
-		out, err := snappy.Decode(buf.AvailableBuffer()[:dlen], comp.Bytes())
-		if err != nil {
-			return fmt.Errorf("%w: snappy: %v", errBadEncoding, err)
-		}
-		buf.Write(out)
-		return nil
+		return s.readSnappy(raw, buf, s.cfg.MaxDecodedBytes, res)
 	}
 	return fmt.Errorf("%w %q", errUnsupportedEncoding, enc)
 }
 
-func (s *Server) readDecoded(rd io.Reader, buf *bytes.Buffer) error {
-	n, err := buf.ReadFrom(io.LimitReader(rd, s.cfg.MaxDecodedBytes+1))
+func (s *Server) readDecoded(rd io.Reader, buf *bytes.Buffer, res *reservation) error {
+	tooLarge := &errBodyTooLarge{"once decompressed", s.cfg.MaxDecodedBytes}
+	err := readGrowing(rd, buf, s.cfg.MaxDecodedBytes, tooLarge, res)
 	if err != nil {
 		var tl *errBodyTooLarge
-		if errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) {
+		if errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errDecodeBusy) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errBadEncoding, err)
 	}
-	if n > s.cfg.MaxDecodedBytes {
-		return &errBodyTooLarge{"once decompressed", s.cfg.MaxDecodedBytes}
+	return nil
+}
+
+// Growing reads: readGrowing never allocates for more than has arrived. It
+// fills what buf already holds (a pooled buffer), then chunks of growing
+// size, each reserved from the decoding budget before it is allocated, and
+// copies the chunks into buf once the body has ended within the limit. A
+// body past the limit costs the limit, once, and nothing is copied.
+const (
+	firstChunk = 32 << 10
+	maxChunk   = 1 << 20
+)
+
+// readGrowing reads rd to its end into buf (appending), failing with
+// tooLarge past limit bytes and with errDecodeBusy when res cannot grow.
+func readGrowing(rd io.Reader, buf *bytes.Buffer, limit int64, tooLarge error, res *reservation) error {
+	total := int64(buf.Len())
+	start := total
+	// First what buf can take without growing.
+	for buf.Available() > 0 {
+		p := buf.AvailableBuffer()[:buf.Available()]
+		n, err := rd.Read(p)
+		buf.Write(p[:n])
+		total += int64(n)
+		if total-start > limit {
+			return tooLarge
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var chunks [][]byte
+	size := firstChunk
+	for {
+		if !res.grow(int64(size)) {
+			return errDecodeBusy
+		}
+		c := make([]byte, size)
+		n, err := io.ReadFull(rd, c)
+		chunks = append(chunks, c[:n])
+		total += int64(n)
+		if total-start > limit {
+			return tooLarge
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		size = min(2*size, maxChunk)
+	}
+	rest := int(total) - buf.Len()
+	if !res.grow(int64(buf.Len() + rest)) {
+		return errDecodeBusy
+	}
+	buf.Grow(rest)
+	for _, c := range chunks {
+		buf.Write(c)
 	}
 	return nil
 }
@@ -137,11 +185,16 @@ var errTooLargeAsSent = errors.New("request body too large")
 // bodyError turns a readBody error into the status and message of a reply.
 func (s *Server) bodyError(err error) (int, string) {
 	var tl *errBodyTooLarge
+	var cl *errClaimTooLarge
 	switch {
+	case errors.As(err, &cl):
+		return http.StatusRequestEntityTooLarge, cl.Error()
 	case errors.Is(err, errTooLargeAsSent):
 		return http.StatusRequestEntityTooLarge, (&errBodyTooLarge{"as sent", s.cfg.MaxBodyBytes}).Error()
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge, tl.Error()
+	case errors.Is(err, errDecodeBusy):
+		return http.StatusServiceUnavailable, fmt.Sprintf("%v (-max-decoding-bytes, %d bytes): retry later", err, s.cfg.MaxDecodingBytes)
 	case errors.Is(err, errUnsupportedEncoding):
 		return http.StatusUnsupportedMediaType, err.Error()
 	case errors.Is(err, errBadEncoding):

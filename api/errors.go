@@ -13,17 +13,27 @@ import (
 	"hourglass/api/opentsdb"
 	"hourglass/downsample"
 	"hourglass/ingest"
+	"hourglass/internal/quote"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/store"
 	"hourglass/uid"
 )
 
-// writeOpenTSDBError writes OpenTSDB's error body.
+// openTSDBRetryAfter is the Retry-After, in seconds, of an OpenTSDB 503 or
+// 429 that sets none of its own (the decoding budget spent, the storage
+// unavailable).
+const openTSDBRetryAfter = "2"
+
+// writeOpenTSDBError writes OpenTSDB's error body. The message and the
+// details are bounded (quote.Message) whatever input they quote.
 func writeOpenTSDBError(w http.ResponseWriter, code int, message, details string) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if (code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", openTSDBRetryAfter)
+	}
 	w.WriteHeader(code)
-	_, _ = w.Write(opentsdb.AppendError(nil, code, message, details))
+	_, _ = w.Write(opentsdb.AppendError(nil, code, quote.Message(message), quote.Message(details)))
 }
 
 // openTSDBStatus maps an error to the status and message OpenTSDB would use:

@@ -463,7 +463,8 @@ func wrapDecodeErr(err error) error {
 
 // putBodyReader returns the decoded body of an /api/put request as a
 // stream: identity, gzip or zstd (a snappy block is read whole, within
-// MaxDecodedBytes). Decoded, it may hold at most Config.PutMaxBytes (0: no
+// MaxDecodedBytes); a compressed stream reserves two windows of the decoding
+// budget until closed (errDecodeBusy if it cannot). Decoded, it may hold at most Config.PutMaxBytes (0: no
 // limit).
 func (s *Server) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
@@ -472,18 +473,28 @@ func (s *Server) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 	switch enc {
 	case "", "identity":
 		rd = r.Body
-	case "gzip", "x-gzip":
+	case "gzip", "x-gzip", "zstd":
+		// A decompressed stream holds about two windows at once: reserved
+		// from the decoding budget for the whole request.
+		res := s.decoding.reservation()
+		if !res.grow(2 * s.cfg.PutStreamBytes) {
+			return nil, closeFn, errDecodeBusy
+		}
+		if enc == "zstd" {
+			zr, err := zstd.NewReader(r.Body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(s.cfg.MaxDecodedBytes)))
+			if err != nil {
+				res.release()
+				return nil, closeFn, fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
+			}
+			rd, closeFn = zr, func() { zr.Close(); res.release() }
+			break
+		}
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
+			res.release()
 			return nil, closeFn, fmt.Errorf("%w: gzip: %v", errBadEncoding, err)
 		}
-		rd = zr
-	case "zstd":
-		zr, err := zstd.NewReader(r.Body, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, closeFn, fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
-		}
-		rd, closeFn = zr, zr.Close
+		rd, closeFn = zr, res.release
 	default:
 		// Snappy (a block, not a stream) and anything else: readBody knows.
 		body := getBuf()

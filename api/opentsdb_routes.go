@@ -319,6 +319,9 @@ func (s *Server) timed(route string, h http.HandlerFunc) http.HandlerFunc {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h(sw, r)
+		if sw.code >= 400 {
+			s.rejects.rejected(route, r, sw.code, string(sw.reply.buf))
+		}
 		s.m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
 		s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}
@@ -326,7 +329,13 @@ func (s *Server) timed(route string, h http.HandlerFunc) http.HandlerFunc {
 
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	reply replyCapture // the start of an error reply, for the log
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.reply.capture(w.Header(), w.code, p)
+	return w.ResponseWriter.Write(p)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

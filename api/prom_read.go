@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 
 	"hourglass/api/prom"
+	"hourglass/internal/quote"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/store"
@@ -29,33 +31,28 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Content-Encoding %q is not accepted: remote read requests are snappy (block format)", enc), http.StatusUnsupportedMediaType)
 		return
 	}
-	comp := getBuf()
-	defer putBuf(comp)
-	if _, err := comp.ReadFrom(&strictLimitReader{r: r.Body, left: p.cfg.ReadMaxDecodedBytes}); err != nil {
+	res := p.s.decoding.reservation()
+	defer res.release()
+	body := getBuf()
+	defer putBuf(body)
+	limit := p.cfg.ReadMaxDecodedBytes
+	if err := readSnappy(&strictLimitReader{r: r.Body, left: limit}, body, limit, limit, res, nil); err != nil {
 		code, msg := p.s.bodyError(err)
-		if code == http.StatusRequestEntityTooLarge {
-			msg = (&errBodyTooLarge{"as sent", p.cfg.ReadMaxDecodedBytes}).Error()
+		switch {
+		case errors.Is(err, errTooLargeAsSent):
+			msg = (&errBodyTooLarge{"as sent", limit}).Error()
+		case errors.Is(err, errDecodeBusy):
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
+		case errors.Is(err, errBadEncoding):
+			msg = "the body is not snappy (block format): " + err.Error()
 		}
 		http.Error(w, msg, code)
 		return
 	}
-	dlen, err := snappy.DecodedLen(comp.Bytes())
-	if err != nil {
-		http.Error(w, "the body is not snappy (block format): "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if int64(dlen) > p.cfg.ReadMaxDecodedBytes {
-		http.Error(w, fmt.Sprintf("the body decodes to %d bytes, more than the limit of %d", dlen, p.cfg.ReadMaxDecodedBytes), http.StatusRequestEntityTooLarge)
-		return
-	}
-	raw, err := snappy.Decode(make([]byte, dlen), comp.Bytes())
-	if err != nil {
-		http.Error(w, "the body is not snappy (block format): "+err.Error(), http.StatusBadRequest)
-		return
-	}
+	raw := body.Bytes()
 	req, err := prom.DecodeReadRequest(raw)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(w, quote.Message(err.Error()), http.StatusBadRequest)
 		return
 	}
 	rt, err := prom.NegotiateResponseType(req.Accepted)

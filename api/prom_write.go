@@ -10,11 +10,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/golang/snappy"
-
 	"hourglass/api/prom"
 	"hourglass/chunk"
 	"hourglass/ingest"
+	"hourglass/internal/quote"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/store"
@@ -72,7 +71,7 @@ func (p *promAPI) writeReply(w http.ResponseWriter, o *promWriteOutcome, code in
 	if code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
 	}
-	http.Error(w, msg, code)
+	http.Error(w, quote.Message(msg), code)
 }
 
 func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
@@ -109,35 +108,35 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.limiter.release(tk)
 
-	comp := getBuf()
-	defer putBuf(comp)
-	if _, err := comp.ReadFrom(&strictLimitReader{r: r.Body, left: maxSent}); err != nil {
+	// The snappy header's claim is checked (413) before the rest is read,
+	// and against what the compressed bytes can hold before it is
+	// allocated; the decoded bytes come from the server's decoding budget.
+	res := p.s.decoding.reservation()
+	defer res.release()
+	body := getBuf()
+	defer putBuf(body)
+	errShed := errors.New("too many remote-write bytes in flight; retry later")
+	err = readSnappy(&strictLimitReader{r: r.Body, left: maxSent}, body, maxSent, p.cfg.WriteMaxDecodedBytes, res,
+		func(sent, decoded int64) error {
+			if !p.limiter.grow(tk, sent+decoded) {
+				return errShed
+			}
+			return nil
+		})
+	if err != nil {
 		code, m := p.s.bodyError(err)
+		switch {
+		case errors.Is(err, errShed):
+			code, m = http.StatusTooManyRequests, err.Error()
+		case errors.Is(err, errDecodeBusy):
+			code = http.StatusTooManyRequests
+		case errors.Is(err, errBadEncoding):
+			m = "the body is not snappy (block format): " + err.Error()
+		}
 		p.writeReply(w, o, code, m)
 		return
 	}
-	dlen, err := snappy.DecodedLen(comp.Bytes())
-	if err != nil {
-		p.writeReply(w, o, http.StatusBadRequest, "the body is not snappy (block format): "+err.Error())
-		return
-	}
-	if int64(dlen) > p.cfg.WriteMaxDecodedBytes {
-		p.writeReply(w, o, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the body decodes to %d bytes, more than the limit of %d", dlen, p.cfg.WriteMaxDecodedBytes))
-		return
-	}
-	if !p.limiter.grow(tk, int64(comp.Len())+int64(dlen)) {
-		p.writeReply(w, o, http.StatusTooManyRequests, "too many remote-write bytes in flight; retry later")
-		return
-	}
-	body := getBuf()
-	defer putBuf(body)
-	body.Grow(dlen)
-	raw, err := snappy.Decode(body.AvailableBuffer()[:dlen], comp.Bytes())
-	if err != nil {
-		p.writeReply(w, o, http.StatusBadRequest, "the body is not snappy (block format): "+err.Error())
-		return
-	}
+	raw := body.Bytes()
 
 	p.ingest(r.Context(), raw, o)
 	p.s.m.points.WithLabelValues("prometheus", "stored").Add(float64(o.written))

@@ -29,8 +29,11 @@ import (
 type Config struct {
 	// MaxBodyBytes bounds a request body as sent (compressed or not). Default 64 MiB.
 	MaxBodyBytes int64
-	// MaxDecodedBytes bounds a request body after decompression. Default 256 MiB.
+	// MaxDecodedBytes bounds a request body after decompression. Default 64 MiB.
 	MaxDecodedBytes int64
+	// MaxDecodingBytes bounds the bytes all request bodies being read and
+	// decoded hold at once (body.go, decode_budget.go). Default 512 MiB.
+	MaxDecodingBytes int64
 	// TelnetMaxLine bounds a line of the telnet protocol. Default 1024 bytes, as OpenTSDB.
 	TelnetMaxLine int
 	// QueryTimeout bounds the time of one query. Default 2 minutes.
@@ -89,7 +92,10 @@ func (c *Config) fill() {
 		c.MaxBodyBytes = 64 << 20
 	}
 	if c.MaxDecodedBytes <= 0 {
-		c.MaxDecodedBytes = 256 << 20
+		c.MaxDecodedBytes = 64 << 20
+	}
+	if c.MaxDecodingBytes <= 0 {
+		c.MaxDecodingBytes = 512 << 20
 	}
 	if c.TelnetMaxLine <= 0 {
 		c.TelnetMaxLine = 1024
@@ -141,6 +147,10 @@ type Server struct {
 	cm      *connMetrics
 	auth    *auth.Authenticator // nil: no authentication
 
+	rejects *rejectLog // reject_log.go
+
+	decoding *decodeBudget // decode_budget.go
+
 	puts    sync.Pool
 	putOnce sync.Once
 
@@ -168,6 +178,8 @@ func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Eng
 	s.m = newServerMetrics(reg)
 	s.cm = newConnMetrics(reg)
 	s.auth = cfg.Conn.Auth
+	s.rejects = newRejectLog(reg, log)
+	s.decoding = newDecodeBudget(cfg.MaxDecodingBytes, reg)
 	s.router = s.routes()
 	return s
 }

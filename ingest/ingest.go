@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"hourglass/chunk"
+	"hourglass/internal/quote"
 	"hourglass/series"
 )
 
@@ -159,7 +160,7 @@ func (w *Writer) check(metric string, tags []series.Tag) error {
 		return fmt.Errorf("%w: metric name of %d bytes is longer than the limit of %d", ErrInvalid, len(metric), w.limits.MaxNameLen)
 	}
 	if !utf8.ValidString(metric) {
-		return fmt.Errorf("%w: metric name %q is not valid UTF-8", ErrInvalid, metric)
+		return fmt.Errorf("%w: metric name %q is not valid UTF-8", ErrInvalid, truncate(metric))
 	}
 	if len(tags) > w.limits.MaxTags {
 		return fmt.Errorf("%w: %d tags, more than the limit of %d", ErrInvalid, len(tags), w.limits.MaxTags)
@@ -178,12 +179,7 @@ func (w *Writer) check(metric string, tags []series.Tag) error {
 	return nil
 }
 
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
+func truncate(s string) string { return quote.String(s) }
 
 // Commit appends the queued points. The returned error means none of them
 // was stored (the WAL failed); otherwise Errors says which points failed.

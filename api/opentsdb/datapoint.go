@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"hourglass/chunk"
+	"hourglass/internal/quote"
 )
 
 // Tag is one tag pair of a series.
@@ -123,12 +124,12 @@ func (p *DataPoint) validateValue() error {
 		f := p.Value.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return &PointError{Message: "value is NaN or Infinite: " + javaDouble(f) +
-				" for metric=" + p.Metric + " timestamp=" + strconv.FormatInt(p.Timestamp, 10)}
+				" for metric=" + shorten(p.Metric) + " timestamp=" + strconv.FormatInt(p.Timestamp, 10)}
 		}
 	}
 	if p.Timestamp > maxMillisTimestamp {
 		return &PointError{Message: "bad timestamp=" + strconv.FormatInt(p.Timestamp, 10) +
-			" when trying to add value=" + p.Value.String() + " to metric=" + p.Metric +
+			" when trying to add value=" + p.Value.String() + " to metric=" + shorten(p.Metric) +
 			", tags=" + formatTags(p.Tags)}
 	}
 	return nil
@@ -144,7 +145,7 @@ func (p *DataPoint) validateSeries(l Limits, namesValid bool) error {
 	for i := 1; i < len(p.Tags); i++ {
 		for j := 0; j < i; j++ {
 			if p.Tags[i].Key == p.Tags[j].Key {
-				return &PointError{Message: "duplicate tag: " + p.Tags[i].Key + "=" + p.Tags[i].Value +
+				return &PointError{Message: "duplicate tag: " + shorten(p.Tags[i].Key) + "=" + shorten(p.Tags[i].Value) +
 					", tags=" + formatTags(p.Tags[:i])}
 			}
 		}
@@ -158,10 +159,10 @@ func (p *DataPoint) validateSeries(l Limits, namesValid bool) error {
 	}
 	for _, t := range p.Tags {
 		if msg := checkName(t.Key, maxLen); msg != "" {
-			return &PointError{Message: nameError("tag name with value ["+t.Value+"]", t.Key, msg)}
+			return &PointError{Message: nameError("tag name with value ["+shorten(t.Value)+"]", t.Key, msg)}
 		}
 		if msg := checkName(t.Value, maxLen); msg != "" {
-			return &PointError{Message: nameError("tag value with key ["+t.Key+"]", t.Value, msg)}
+			return &PointError{Message: nameError("tag value with key ["+shorten(t.Key)+"]", t.Value, msg)}
 		}
 	}
 	return nil
@@ -248,23 +249,18 @@ func nameError(what, name, msg string) string {
 }
 
 // shorten keeps error messages bounded when a client sends a huge name.
-func shorten(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
+func shorten(s string) string { return quote.String(s) }
 
-// formatTags formats tags as Java's HashMap.toString does: {k=v, k2=v2}.
+// formatTags formats tags as Java's HashMap.toString does: {k=v, k2=v2}; past
+// quote.Max bytes the rest is summed up as "… (N tags)".
 func formatTags(tags []Tag) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, t := range tags {
+		if b.Len() > quote.Max {
+			b.WriteString(", … (" + strconv.Itoa(len(tags)) + " tags)")
+			break
+		}
 		if i > 0 {
 			b.WriteString(", ")
 		}

@@ -3,6 +3,8 @@ package opentsdb
 import (
 	"net/http"
 	"strings"
+
+	"hourglass/internal/quote"
 )
 
 // RequestError is an input error of a whole request: the reply is Status
@@ -90,13 +92,13 @@ type LineError struct {
 func (e *LineError) Error() string { return e.Reply }
 
 func lineErr(kind, msg string) *LineError {
-	return &LineError{Reply: "put: " + kind + ": " + msg}
+	return &LineError{Reply: "put: " + kind + ": " + quote.Message(msg)}
 }
 
 // UnknownCommand returns OpenTSDB's telnet reply (without the newline) to a
 // command it does not know: "unknown command: <cmd>.  Try `help'.".
 func UnknownCommand(cmd string) string {
-	return "unknown command: " + cmd + ".  Try `help'."
+	return "unknown command: " + quote.String(cmd) + ".  Try `help'."
 }
 
 // HelpReply returns the telnet reply to "help" (without the newline):

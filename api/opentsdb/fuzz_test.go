@@ -27,6 +27,9 @@ var putSeeds = []string{
 	`[{"metric":"m\u00e9","timestamp":"12","value":-0.0,"tags":{"k\ud83d\ude00":1,"x":true}}]`,
 	`{"x":[{"y":[[[]]]}],"metric":1,"timestamp":1e3,"value":1e999,"tags":{"a":null}}`,
 	`[]`, ``, `"x"`, `[{"metric":"m"},]`,
+	// Past MaxTags (4 in the fuzz targets): the rest is skipped, not decoded.
+	`{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1","b":"2","c":"3","d":"4","e":"5","f":"6","g":{"x":[1]},"h":null}}`,
+	`{"metric":"m","timestamp":1,"value":1,"tags":{"a":"1","b":"2","c":"3","d":"4","e":"5","f":"6","g"}}`,
 }
 
 func FuzzParsePut(f *testing.F) {
@@ -187,6 +190,7 @@ func FuzzParsePutLine(f *testing.F) {
 		"put m 1479496100.123 -7 k=v\r\n",
 		"put  m  1 1  a=1 a=1 b==c",
 		"put m 1 1e999 k=v", "put foo", "version", "put m x y k",
+		"put m 1 1 a=1 b=2 c=3 d=4 e=5 f=6 g", "put m 1 1 a=1 a=2 b=2 c=3 d=4 e=5",
 	} {
 		f.Add([]byte(s))
 	}

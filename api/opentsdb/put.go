@@ -36,6 +36,10 @@ type PutDecoder struct {
 	strBuf    []byte // unescaped strings, reused
 	valBuf    []byte // an unescaped value string, reused
 	keyBuf    []byte // an unescaped object key, reused
+	// pastMax counts the pairs of the point's tags object after the first
+	// Limits.MaxTags+1, which are skipped unread: a point with too many
+	// tags costs a scan, not an intern and a duplicate check per pair.
+	pastMax int
 }
 
 type tagMemo struct {
@@ -256,7 +260,7 @@ func scalar(b []byte, i int, buf *[]byte) (text []byte, kind int, isNum bool, ne
 func (d *PutDecoder) point(b []byte, i int) (next int, msg string, err error) {
 	dp := &d.dp
 	dp.Metric, dp.Timestamp, dp.Value, dp.Tags = "", 0, chunk.Value{}, dp.Tags[:0]
-	d.curTags = nil
+	d.curTags, d.pastMax = nil, 0
 	maxLen := d.Limits.maxNameLen()
 
 	var (
@@ -341,17 +345,7 @@ func (d *PutDecoder) point(b []byte, i int) (next int, msg string, err error) {
 				valueMsg = "Unable to parse value to a number"
 			}
 		case "tags":
-			dp.Tags, tagMsg, tagsValid, d.curTags = dp.Tags[:0], "", true, nil
-			if i < len(b) && b[i] == '{' {
-				tagsKind = kindText
-				i, tagsValid, err = d.tagsCached(b, i, maxLen, &tagMsg)
-			} else {
-				_, tagsKind, _, i, err = scalar(b, i, &d.strBuf)
-				if tagsKind == kindText {
-					tagsKind = kindOther // a string, number or boolean
-				}
-			}
-			if err != nil {
+			if i, tagsKind, tagMsg, tagsValid, err = d.tagsField(b, i, maxLen); err != nil {
 				return 0, "", err
 			}
 		default:
@@ -391,6 +385,8 @@ done:
 		return i, "Invalid tags: not an object", nil
 	case len(dp.Tags) == 0:
 		return i, "Missing tags", nil
+	case d.pastMax > 0:
+		return i, d.tooManyTags(), nil
 	case valueMsg != "":
 		return i, valueMsg, nil
 	}
@@ -405,6 +401,26 @@ done:
 		return i, err2.(*PointError).Message, nil
 	}
 	return i, "", nil
+}
+
+// tagsField decodes the value of a point's "tags" field at b[i].
+func (d *PutDecoder) tagsField(b []byte, i, maxLen int) (next, kind int, msg string, valid bool, err error) {
+	d.dp.Tags, d.curTags, d.pastMax = d.dp.Tags[:0], nil, 0
+	if i < len(b) && b[i] == '{' {
+		next, valid, err = d.tagsCached(b, i, maxLen, &msg)
+		return next, kindText, msg, valid, err
+	}
+	_, kind, _, next, err = scalar(b, i, &d.strBuf)
+	if kind == kindText {
+		kind = kindOther // a string, number or boolean
+	}
+	return next, kind, "", true, err
+}
+
+// tooManyTags is the message of a point whose tags went past the limit.
+func (d *PutDecoder) tooManyTags() string {
+	return "Too many tags: " + strconv.Itoa(len(d.dp.Tags)+d.pastMax) + " maximum allowed: " +
+		strconv.Itoa(d.Limits.maxTags()) + ", tags: " + formatTags(d.dp.Tags)
 }
 
 // tagsCached is tags, for an object sent before by its bytes.
@@ -457,6 +473,21 @@ func (d *PutDecoder) tags(b []byte, i, maxLen int) (next int, msg string, valid 
 		ks, ke, kesc, nx, err := scanString(b, i)
 		if err != nil {
 			return 0, "", false, err
+		}
+		if len(dp.Tags) > d.Limits.maxTags() {
+			// Too many already: the rest is scanned, not decoded.
+			if i = skipWS(b, nx); i >= len(b) || b[i] != ':' {
+				return 0, "", false, errSyntax
+			}
+			if i, err = skipValue(b, skipWS(b, i+1), 1); err != nil {
+				return 0, "", false, err
+			}
+			d.pastMax++
+			var end bool
+			if i, end, err = nextMember(b, i); err != nil || end {
+				return i, msg, valid, err
+			}
+			continue
 		}
 		pos := len(dp.Tags)
 		if pos == len(d.memo) {
@@ -527,6 +558,21 @@ func (d *PutDecoder) tags(b []byte, i, maxLen int) (next int, msg string, valid 
 		}
 		i = skipWS(b, i+1)
 	}
+}
+
+// nextMember reads what follows an object member at b[i]: the object's end
+// (end, next after the '}') or a ',' (next at the following member).
+func nextMember(b []byte, i int) (next int, end bool, err error) {
+	i = skipWS(b, i)
+	switch {
+	case i >= len(b):
+		return 0, false, errSyntax
+	case b[i] == '}':
+		return i + 1, true, nil
+	case b[i] != ',':
+		return 0, false, errSyntax
+	}
+	return skipWS(b, i+1), false, nil
 }
 
 // parseTimestampField parses a JSON timestamp: a number (a fraction or

@@ -206,9 +206,9 @@ func TestParsePutPointErrors(t *testing.T) {
 		{"empty tag value", `{"metric":"m","timestamp":1,"value":1,"tags":{"k":""}}`,
 			`Invalid tag value with key [k]: empty string`},
 		{"long metric", `{"metric":"` + long + `","timestamp":1,"value":1,"tags":{"k":"v"}}`,
-			`Invalid metric name ("` + long[:128] + `..."): too long: 257 bytes, maximum allowed: 256`},
+			`Invalid metric name ("` + long[:200] + `… (257 bytes)"): too long: 257 bytes, maximum allowed: 256`},
 		{"long tag value", `{"metric":"m","timestamp":1,"value":1,"tags":{"k":"` + long + `"}}`,
-			`Invalid tag value with key [k] ("` + long[:128] + `..."): too long: 257 bytes, maximum allowed: 256`},
+			`Invalid tag value with key [k] ("` + long[:200] + `… (257 bytes)"): too long: 257 bytes, maximum allowed: 256`},
 
 		// The order of checks: each body has two problems, the first wins.
 		{"metric before timestamp", `{"timestamp":0,"value":1,"tags":{"k":"v"}}`, "Metric name was empty"},

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"hourglass/chunk"
+	"hourglass/internal/quote"
 )
 
 // Telnet commands, as OpenTSDB registers them.
@@ -208,11 +209,22 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 	}
 
 	metric, namesValid := p.intern.get(words[0], maxLen)
+	maxTags := p.Limits.maxTags()
 	for i = tagsAt; ; {
 		var w []byte
 		w, i = nextWord(line, i)
 		if len(w) == 0 {
 			break
+		}
+		if len(dp.Tags) > maxTags {
+			// The cheap limit first: the duplicate check below is linear
+			// in the tags kept, so it never runs past the limit.
+			n := len(dp.Tags) + 1
+			for w, i = nextWord(line, i); len(w) > 0; w, i = nextWord(line, i) {
+				n++
+			}
+			return lineErr("illegal argument", "Too many tags: "+strconv.Itoa(n)+" maximum allowed: "+
+				strconv.Itoa(maxTags)+", tags: "+formatTags(dp.Tags))
 		}
 		eq := -1
 		for j, c := range w {
@@ -225,7 +237,7 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 			}
 		}
 		if eq <= 0 || eq == len(w)-1 {
-			return lineErr("illegal argument", "invalid tag: "+string(w))
+			return lineErr("illegal argument", "invalid tag: "+quote.Bytes(w))
 		}
 		k, kv := p.intern.get(w[:eq], maxLen)
 		v, vv := p.intern.get(w[eq+1:], maxLen)
@@ -233,7 +245,7 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		for _, t := range dp.Tags {
 			if t.Key == k {
 				if t.Value != v {
-					return lineErr("illegal argument", "duplicate tag: "+string(w)+", tags="+formatTags(dp.Tags))
+					return lineErr("illegal argument", "duplicate tag: "+quote.Bytes(w)+", tags="+formatTags(dp.Tags))
 				}
 				dup = true
 				break

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"hourglass/internal/quote"
 )
 
 // ErrUnsupportedContentType is returned for a remote-write Content-Type
@@ -50,23 +52,19 @@ func FormatLabels(ls []Label) string {
 	b.WriteByte('{')
 	for i, l := range ls {
 		if b.Len() > maxRendered {
-			b.WriteString(", ...")
+			b.WriteString(", … (" + strconv.Itoa(len(ls)) + " labels)")
 			break
 		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		if isLegacyName(l.Name) {
-			b.WriteString(l.Name)
+			b.WriteString(quote.String(l.Name))
 		} else {
-			b.WriteString(strconv.Quote(l.Name))
+			b.WriteString(strconv.Quote(quote.String(l.Name)))
 		}
 		b.WriteByte('=')
-		v := l.Value
-		if len(v) > maxRendered {
-			v = v[:maxRendered] + "..."
-		}
-		b.WriteString(strconv.Quote(v))
+		b.WriteString(strconv.Quote(quote.String(l.Value)))
 	}
 	b.WriteByte('}')
 	return b.String()

@@ -11,6 +11,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"hourglass/internal/quote"
 )
 
 // ResponseType is a remote-read response type (prometheus.ReadRequest.ResponseType).
@@ -193,11 +195,11 @@ func parseMatcher(b []byte) (*labels.Matcher, error) {
 		}
 	}
 	if typ > uint64(labels.MatchNotRegexp) {
-		return nil, &RequestError{fmt.Sprintf("invalid matcher type %d for label %q", typ, name)}
+		return nil, &RequestError{fmt.Sprintf("invalid matcher type %d for label %q", typ, quote.String(name))}
 	}
 	m, err := labels.NewMatcher(labels.MatchType(typ), name, value)
 	if err != nil {
-		return nil, &RequestError{fmt.Sprintf("invalid matcher %s%s%q: %v", name, labels.MatchType(typ), value, err)}
+		return nil, &RequestError{fmt.Sprintf("invalid matcher %s%s%q: %v", quote.String(name), labels.MatchType(typ), quote.String(value), err)}
 	}
 	return m, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"hourglass/internal/quote"
 )
 
 // Message is the protobuf message of a remote-write body.
@@ -483,11 +485,11 @@ func validateLabels(s *Series) string {
 		case l.Name == "":
 			return "empty label name"
 		case i > 0 && s.Labels[i-1].Name == l.Name:
-			return fmt.Sprintf("duplicate label name %q", l.Name)
+			return fmt.Sprintf("duplicate label name %q", quote.String(l.Name))
 		case !utf8.ValidString(l.Name):
-			return fmt.Sprintf("label name %q is not valid UTF-8", l.Name)
+			return fmt.Sprintf("label name %q is not valid UTF-8", quote.String(l.Name))
 		case !utf8.ValidString(l.Value):
-			return fmt.Sprintf("value of label %q is not valid UTF-8", l.Name)
+			return fmt.Sprintf("value of label %q is not valid UTF-8", quote.String(l.Name))
 		case l.Name == MetricName:
 			s.Metric = l.Value
 		}

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"hourglass/internal/quote"
+)
+
+// rejectLog logs every request answered with a 4xx or 5xx, in every
+// dialect (the route wrapper, Server.timed, calls it), so that OpenTSDB's
+// "see the TSD logs" holds: route, status, remote address and the reply's
+// message, bounded. Lines are rate-limited by a token bucket of rate lines a
+// second (burst the same); the lines it drops are counted and the count is
+// logged with the next line that goes out. Every rejection is counted in
+// hourglass_requests_rejected_total{route,code}. Safe for concurrent use.
+type rejectLog struct {
+	log     *slog.Logger
+	rate    float64
+	counter *prometheus.CounterVec
+
+	mu         sync.Mutex
+	tokens     float64
+	last       time.Time
+	suppressed int64
+	now        func() time.Time // for tests
+}
+
+// rejectLogRate is the most rejected-request lines logged a second.
+const rejectLogRate = 10
+
+func newRejectLog(reg *prometheus.Registry, log *slog.Logger) *rejectLog {
+	l := &rejectLog{
+		log: log, rate: rejectLogRate, tokens: rejectLogRate, now: time.Now,
+		counter: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_requests_rejected_total",
+			Help: "HTTP requests answered with a 4xx or 5xx, by route and status code (each is logged, rate-limited).",
+		}, []string{"route", "code"}),
+	}
+	if reg != nil {
+		reg.MustRegister(l.counter)
+	}
+	return l
+}
+
+// rejected counts and, within the rate, logs one rejected request.
+func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string) {
+	l.counter.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	l.mu.Lock()
+	now := l.now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	l.tokens--
+	suppressed := l.suppressed
+	l.suppressed = 0
+	l.mu.Unlock()
+	level := slog.LevelWarn
+	if code >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []any{"route", route, "method", r.Method, "path", quote.String(r.URL.Path), "status", code,
+		"remote", r.RemoteAddr, "message", quote.Message(msg)}
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed_before", suppressed)
+	}
+	l.log.Log(r.Context(), level, "request rejected", attrs...)
+}
+
+// replyCapture keeps the first bytes of an error reply's body, for the log.
+type replyCapture struct {
+	buf []byte
+}
+
+func (c *replyCapture) capture(h http.Header, code int, p []byte) {
+	if code < 400 || len(c.buf) >= quote.MaxMessage {
+		return
+	}
+	if h.Get("Content-Encoding") != "" {
+		if c.buf == nil {
+			c.buf = []byte("(compressed reply)")
+		}
+		return
+	}
+	c.buf = append(c.buf, p[:min(len(p), quote.MaxMessage-len(c.buf))]...)
+}
