@@ -321,6 +321,12 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		extra := time.Duration(float64(b.n) / float64(cfg.BodyMinRate) * float64(time.Second))
 		_ = b.rc.SetReadDeadline(b.start.Add(cfg.BodyReadTimeout + extra))
 	}
+	if err == io.EOF {
+		// The body is read: net/http now reads the connection in the
+		// background to see it close, and a deadline there would cancel
+		// the request's context however long the handler legitimately takes.
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil && !b.timedOut && isTimeout(err) {
 		b.timedOut = true
 		b.s.cm.timeouts.WithLabelValues("body").Inc()
