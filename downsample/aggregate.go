@@ -1,6 +1,7 @@
 package downsample
 
 import (
+	"context"
 	"math"
 	"math/bits"
 	"sync"
@@ -40,9 +41,23 @@ var scratches = sync.Pool{New: func() any { return new(Scratch) }}
 // Aggregate is (*Scratch).Aggregate with a pooled Scratch.
 func Aggregate(dst []chunk.Point, series [][]chunk.Point, agg *Aggregator, isRate bool) []chunk.Point {
 	s := scratches.Get().(*Scratch)
-	dst = s.Aggregate(dst, series, agg, isRate)
+	dst, _ = s.aggregate(nil, dst, series, agg, isRate)
 	scratches.Put(s)
 	return dst
+}
+
+// ctxEvery is how many output points aggregation makes between two looks
+// at its context.
+const ctxEvery = 1 << 14
+
+// AggregateContext is Aggregate that looks at ctx every 16,384 output
+// points and stops with ctx's error once it has one (dst is then
+// incomplete).
+func AggregateContext(ctx context.Context, dst []chunk.Point, series [][]chunk.Point, agg *Aggregator, isRate bool) ([]chunk.Point, error) {
+	s := scratches.Get().(*Scratch)
+	dst, err := s.aggregate(ctx, dst, series, agg, isRate)
+	scratches.Put(s)
+	return dst, err
 }
 
 // Aggregate appends to dst the aggregation of several series into one, as
@@ -78,6 +93,12 @@ func Aggregate(dst []chunk.Point, series [][]chunk.Point, agg *Aggregator, isRat
 // O(P·log S + U·A) for P points, since U·A ≥ P: with aligned series (as
 // after downsampling) that is O(P). Memory beyond dst is held in s.
 func (s *Scratch) Aggregate(dst []chunk.Point, series [][]chunk.Point, agg *Aggregator, isRate bool) []chunk.Point {
+	dst, _ = s.aggregate(nil, dst, series, agg, isRate)
+	return dst
+}
+
+// aggregate is Aggregate, stopping with ctx's error when ctx is not nil.
+func (s *Scratch) aggregate(ctx context.Context, dst []chunk.Point, series [][]chunk.Point, agg *Aggregator, isRate bool) ([]chunk.Point, error) {
 	if agg == nil {
 		panic("downsample: Aggregate needs an aggregator")
 	}
@@ -105,7 +126,10 @@ func (s *Scratch) Aggregate(dst []chunk.Point, series [][]chunk.Point, agg *Aggr
 		interp = PrevIfMissing
 	}
 	t := int64(noNext) // the next output timestamp among active series
-	for {
+	for k := 1; ; k++ {
+		if ctx != nil && k%ctxEvery == 0 && ctx.Err() != nil {
+			return dst, ctx.Err()
+		}
 		if len(s.pending) > 0 && s.pending[0].t <= t {
 			t = s.pending[0].t
 			// Start every series whose first point is at t. Ties pop in
@@ -121,7 +145,7 @@ func (s *Scratch) Aggregate(dst []chunk.Point, series [][]chunk.Point, agg *Aggr
 			s.join()
 		}
 		if t == noNext {
-			return dst
+			return dst, nil
 		}
 		isInt := s.advance(series, t, agg.kind == kCount, isRate)
 		dst = s.emit(dst, t, agg, interp, isInt)

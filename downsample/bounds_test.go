@@ -1,6 +1,8 @@
 package downsample
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -94,5 +96,39 @@ func TestDownsamplerLimit(t *testing.T) {
 		if !over && len(got) != len(want) {
 			t.Fatalf("case %d: not over but %d of %d points", n, len(got), len(want))
 		}
+	}
+}
+
+// expiringCtx's Err turns to DeadlineExceeded after a number of looks.
+type expiringCtx struct {
+	context.Context
+	looks int
+}
+
+func (c *expiringCtx) Err() error {
+	if c.looks--; c.looks < 0 {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// AggregateContext answers as Aggregate does, and stops within 16,384
+// output points of its context's deadline.
+func TestAggregateContext(t *testing.T) {
+	in := make([][]chunk.Point, 3)
+	for i := range in {
+		for ts := int64(0); ts < 100_000; ts++ {
+			in[i] = append(in[i], chunk.Point{T: ts*3 + int64(i), V: chunk.Int(ts)})
+		}
+	}
+	agg := mustLookup(t, "sum")
+	want := Aggregate(nil, in, agg, false)
+	got, err := AggregateContext(context.Background(), nil, in, agg, false)
+	if err != nil || !identical(got, want) {
+		t.Fatalf("without a deadline: %v, %d points, want %d", err, len(got), len(want))
+	}
+	got, err = AggregateContext(&expiringCtx{Context: context.Background(), looks: 2}, nil, in, agg, false)
+	if !errors.Is(err, context.DeadlineExceeded) || len(got) > 3*ctxEvery {
+		t.Fatalf("with a deadline after 2 looks: %v after %d points", err, len(got))
 	}
 }

@@ -238,7 +238,10 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 			r.TSUIDs = append(r.TSUIDs, ss[i].TSUID)
 		}
 		r.Tags, r.AggregateTags = groupTags(ss, members)
-		agg := downsample.Aggregate(make([]chunk.Point, 0, most), in, req.Aggregator, req.Rate)
+		agg, err := downsample.AggregateContext(ctx, make([]chunk.Point, 0, most), in, req.Aggregator, req.Rate)
+		if err != nil {
+			return nil, err
+		}
 		for j := range in {
 			in[j], ss[members[j]].Points = nil, nil // let the inputs go as the output is written
 		}
