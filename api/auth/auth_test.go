@@ -223,3 +223,24 @@ func BenchmarkAuthenticate(b *testing.B) {
 		})
 	}
 }
+
+// TestReloadWebConfig: a user added to the web configuration file can log in
+// once the file is re-read, with the default scope.
+func TestReloadWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	webPath := write(t, dir, "web.yml", "basic_auth_users:\n  a: "+hash(t, "apw")+"\n")
+	a, err := New(Options{WebConfigFile: webPath, ReloadInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.SetBasicAuth("newcomer", "npw")
+	if _, reason := a.Authenticate(r); reason != ReasonUnknownUser {
+		t.Fatalf("before: %q", reason)
+	}
+	write(t, dir, "web.yml", "basic_auth_users:\n  a: "+hash(t, "apw")+"\n  newcomer: "+hash(t, "npw")+"\n")
+	time.Sleep(5 * time.Millisecond)
+	if id, reason := a.Authenticate(r); reason != "" || id.Scopes&DefaultUserScopes == 0 || id.Scopes&Write != 0 {
+		t.Fatalf("after: %+v %q", id, reason)
+	}
+}
