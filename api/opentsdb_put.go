@@ -56,6 +56,7 @@ type putTally struct {
 	success, failed int
 	errs            []*opentsdb.PointError // up to Config.PutMaxErrors, by index
 	dropped         int                    // errors past that
+	limit           error                  // the first refusal by a series limit
 }
 
 func (t *putTally) addError(pe *opentsdb.PointError, max int) {
@@ -119,6 +120,9 @@ func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offse
 		if e != nil && !reported[offset+i] {
 			st.bad = append(st.bad, &opentsdb.PointError{Index: offset + i, Message: e.Error()})
 		}
+		if t.limit == nil && errors.Is(e, series.ErrSeriesLimit) {
+			t.limit = e
+		}
 	}
 	sortPointErrors(st.bad)
 	for _, pe := range st.bad {
@@ -162,6 +166,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	defer closeBody()
 	st := s.putPool().Get().(*putState)
 	defer s.putPool().Put(st)
+	st.batch.NewRequest()
 	var t putTally
 
 	// The first window: is it the whole body?
@@ -217,6 +222,9 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 				t.success, t.failed, timeouts), "The points are in the write-ahead log; its fsync had not finished")
 		case t.failed == 0:
 			w.WriteHeader(http.StatusNoContent)
+		case t.limit != nil:
+			writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors: "+t.limit.Error(),
+				`Append "details" to the put request for each point's error`)
 		default:
 			writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors",
 				`Please see the TSD logs or append "details" to the put request`)

@@ -262,14 +262,19 @@ func (ws *promWriteState) commit() error {
 		return err
 	}
 	for _, err := range b.CommitErrors() {
-		// A full UID space or a point past the retention is the data's
-		// fault, not worth a retry; anything else is the storage's.
-		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) && !errors.Is(err, series.ErrOutOfRetention) {
+		// A full UID space, a point past the retention or a new series
+		// over a series limit is the data's fault, not worth a retry (400,
+		// as Mimir answers its series limits); anything else is the storage's.
+		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) && !errors.Is(err, series.ErrOutOfRetention) &&
+			!errors.Is(err, series.ErrSeriesLimit) {
 			ws.o.written += int64(b.Len() - b.Failed())
 			b.Reset()
 			return err
 		}
 		ws.reject(1, err)
+		if errors.Is(err, series.ErrSeriesLimit) && !errors.Is(ws.o.first, series.ErrSeriesLimit) {
+			ws.o.first = err // the reply names the limit
+		}
 	}
 	ws.o.written += int64(b.Len() - b.Failed())
 	b.Reset()

@@ -58,7 +58,7 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 		}
 		s.m.points.WithLabelValues("opentsdb_telnet", "stored").Add(float64(batch.Len() - failed))
 		s.m.points.WithLabelValues("opentsdb_telnet", "rejected").Add(float64(failed))
-		batch.Reset()
+		batch.NewRequest() // each commit is a request for -max-new-series-per-request
 		return err == nil
 	}
 	idle := s.cfg.Conn.TelnetIdleTimeout

@@ -64,12 +64,24 @@ type Batch struct {
 	commit  []error // Commit's scratch, one per sample
 	buf     []byte
 	n       int
+	req     series.Request // the new series of the request, for its limit
 }
 
 // NewBatch returns an empty batch.
 func (w *Writer) NewBatch() *Batch { return &Batch{w: w} }
 
-// Reset empties the batch for reuse.
+// NewRequest empties the batch for a new request: Reset, and the count of
+// new series that -max-new-series-per-request bounds starts again.
+func (b *Batch) NewRequest() {
+	b.Reset()
+	b.req = series.Request{}
+}
+
+// NewSeries returns how many series the batch's request has created.
+func (b *Batch) NewSeries() int { return b.req.Created() }
+
+// Reset empties the batch for reuse within one request: the count of new
+// series goes on (see NewRequest).
 func (b *Batch) Reset() {
 	clear(b.samples) // drop the references to Labels a caller may have let go
 	b.samples, b.pos, b.errs, b.late, b.n = b.samples[:0], b.pos[:0], b.errs[:0], b.late[:0], 0
@@ -189,7 +201,7 @@ func (b *Batch) Commit(ctx context.Context) error {
 	}
 	b.commit = append(b.commit[:0], make([]error, len(b.samples))...)
 	errs := b.commit
-	err := b.w.head.Append(ctx, b.samples, errs)
+	err := b.w.head.AppendRequest(ctx, b.samples, errs, &b.req)
 	defer clear(errs)
 	if err != nil {
 		return err
@@ -204,7 +216,8 @@ func (b *Batch) Commit(ctx context.Context) error {
 }
 
 // CommitErrors returns the errors Commit found, for points that passed Add
-// (a full UID space, say), in order.
+// (a full UID space, a new series over a series limit: errors.Is
+// series.ErrSeriesLimit), in order.
 func (b *Batch) CommitErrors() []error { return b.late }
 
 // Errors returns each point's error (nil for stored points), in the order added.

@@ -391,12 +391,12 @@ func tsuidOf(ctx context.Context, l Labels, id func(ctx context.Context, dst []b
 	return tsuid, nil
 }
 
-// Append makes the samples durable in the WAL (per the WAL's sync mode) and
+// AppendRequest makes the samples durable in the WAL (per the WAL's sync mode) and
 // adds them to the head. errs, of the same length as samples, receives the
 // error of each sample that could not be stored (a name space that is full,
-// say); the others are stored. A non-nil return means nothing of the batch
-// may be acknowledged (the WAL failed).
-func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error {
+// a new series over a limit of limits.go, req counting the request's); the
+// others are stored. A non-nil return means nothing may be acknowledged.
+func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error, req *Request) error {
 	if h.closed.Load() {
 		return ErrClosed
 	}
@@ -420,7 +420,7 @@ func (h *Head) Append(ctx context.Context, samples []Sample, errs []error) error
 			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, samples[i].T, cutoff)
 			continue
 		}
-		s, err := h.getOrCreate(ctx, samples[i].Labels)
+		s, err := h.getOrCreateLimited(ctx, samples[i].Labels, req)
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {
 				// Hook: a new name could not be given a UID because the

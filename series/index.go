@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"hourglass/store"
 )
@@ -87,10 +88,14 @@ type Index struct {
 	metrics map[string]*metricIndex
 	byTSUID map[string]*Entry
 	count   int
+	lim     atomic.Pointer[limiter] // the series limits (limits.go); nil: none
+	// byLabels finds a series without its UIDs: whether a point's series
+	// is new, for the limits, costs no UID lookup.
+	byLabels map[Labels]*Entry
 }
 
 func newIndex() *Index {
-	return &Index{metrics: map[string]*metricIndex{}, byTSUID: map[string]*Entry{}}
+	return &Index{metrics: map[string]*metricIndex{}, byTSUID: map[string]*Entry{}, byLabels: map[Labels]*Entry{}}
 }
 
 // add records a series and the day of a point, and returns the mutations
@@ -103,6 +108,9 @@ func (ix *Index) add(l Labels, tsuid []byte, salt byte, day uint32, muts []store
 		e = &Entry{Labels: l, TSUID: tsuid, Salt: salt}
 		ix.insertLocked(e)
 		muts = append(muts, store.Mutation{Row: tsuid, Qualifier: qualLabels, Value: []byte(l)})
+	}
+	if lim := ix.lim.Load(); lim != nil {
+		lim.release(l) // counted by the index now
 	}
 	if e.addDay(day) {
 		muts = append(muts, store.Mutation{Row: tsuid, Qualifier: dayQualifier(day)})
@@ -136,6 +144,7 @@ func (ix *Index) insertLocked(e *Entry) {
 		return true
 	})
 	ix.byTSUID[string(e.TSUID)] = e
+	ix.byLabels[e.Labels] = e
 	ix.count++
 }
 

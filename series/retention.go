@@ -158,6 +158,9 @@ func (ix *Index) removeLocked(e *Entry) bool {
 		return false
 	}
 	delete(ix.byTSUID, string(e.TSUID))
+	if ix.byLabels[e.Labels] == e {
+		delete(ix.byLabels, e.Labels)
+	}
 	ix.count--
 	m := e.Labels.Metric()
 	mi := ix.metrics[m]

@@ -220,8 +220,15 @@ func (t *Table) GetOrAssign(ctx context.Context, dst []byte, k Kind, name string
 	mu := &t.locks[maphash.String(t.seed, name)%uint64(len(t.locks))]
 	mu.Lock()
 	defer mu.Unlock()
-	if out, err = t.GetID(ctx, dst, k, name); err == nil || !errors.Is(err, ErrNoSuchName) {
-		return out, err
+	// A goroutine that assigned it meanwhile left it in the cache; the
+	// store need not be read again (another node's assignment is found by
+	// assign's put-if-absent, and a cache entry evicted since costs one
+	// counter value at worst).
+	var kb [64]byte
+	if key := cacheKey(kb[:0], cacheFwd, k, []byte(name)); len(key) <= maxKeyName {
+		if out = t.cache.Get(dst, key); len(out) > len(dst) {
+			return out, nil
+		}
 	}
 	return t.assign(ctx, dst, k, name)
 }

@@ -70,6 +70,9 @@ type Config struct {
 	WebConfigFile  string
 	AuthConfigFile string
 
+	// SeriesLimits bounds the series (cardinality); zero turns one off.
+	SeriesLimits series.SeriesLimits
+
 	Ingest ingest.Limits
 	Query  query.Limits
 	API    api.Config
@@ -201,6 +204,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	if err != nil {
 		return err
 	}
+	head.SetSeriesLimits(cfg.SeriesLimits, reg)
 	engine := query.NewEngine(head, cfg.Query)
 	engine.RegisterMetrics(reg)
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
