@@ -224,8 +224,8 @@ func TestMigrateKilledAndResumed(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	code, out := runMigrate(t, append(args, "-verify")...)
-	if code != 0 || strings.Contains(out, " 0 completed before") {
-		t.Fatalf("rerun after kill: exit %d (want 0, some slices done before)\nfirst run:\n%s\nrerun:\n%s", code, stderr.String(), out)
+	if code != 0 || strings.Contains(out, " 0 completed before") || strings.Contains(out, ", 0 to copy now") {
+		t.Fatalf("rerun after kill: exit %d (want 0, some slices done before and some left)\nfirst run:\n%s\nrerun:\n%s", code, stderr.String(), out)
 	}
 	migCompareOpenTSDB(t, src, dst, want)
 }
@@ -310,5 +310,44 @@ func TestMigrateFromPrometheus(t *testing.T) {
 	}
 	if n != len(want) {
 		t.Fatalf("%d samples at the destination, want %d", n, len(want))
+	}
+}
+
+// TestMigrateWithAuthAndTLS copies between two hourglass processes that
+// serve https and require credentials: a read-only user on the source, a
+// write-only token on the destination.
+func TestMigrateWithAuthAndTLS(t *testing.T) {
+	src := startSecure(t)
+	var dps []string
+	for i := range 100 {
+		dps = append(dps, otsDP("mig.tls", migHour/1000+int64(i)*60, strconv.Itoa(i), "host", "a"))
+	}
+	if code, _, b := src.req(t, "POST", "/api/put", cred{user: "writer", pass: "writer-pw"}, "application/json", otsArr(dps...)); code != 204 {
+		t.Fatalf("put: %d %s", code, b)
+	}
+	times := []string{"-start", strconv.FormatInt(migHour, 10), "-end", strconv.FormatInt(migHour+2*3600_000, 10)}
+	for _, from := range []string{"opentsdb", "remote-read"} {
+		t.Run(from, func(t *testing.T) {
+			dst := startSecure(t)
+			args := append([]string{"-from", from, "-src", src.https, "-src-user", "grafana", "-src-password", "grafana-pw",
+				"-src-ca-file", src.caFile, "-dst", dst.https, "-dst-ca-file", dst.caFile, "-retries", "0"}, times...)
+			code, out := runMigrate(t, args...)
+			if code != 1 || !strings.Contains(out, "slice [") || !strings.Contains(out, "401") {
+				t.Fatalf("no destination credentials: exit %d, want 1 and a 401 naming the slice:\n%s", code, out)
+			}
+			args = append(args, "-dst-bearer-token", "write-token")
+			code, out = runMigrate(t, append(args, "-verify")...)
+			if code != 1 || !strings.Contains(out, "copied 100 points") || !strings.Contains(out, "verifying slice [") || !strings.Contains(out, "403") {
+				t.Fatalf("a write-only token: exit %d, want 100 points copied, then verify refused (403, no read scope) naming the slice:\n%s", code, out)
+			}
+			q := `{"start":` + strconv.FormatInt(migHour, 10) + `,"end":` + strconv.FormatInt(migHour+2*3600_000, 10) +
+				`,"queries":[{"aggregator":"none","metric":"mig.tls"}]}`
+			code, _, body := dst.req(t, "POST", "/api/query", cred{user: "grafana", pass: "grafana-pw"}, "application/json", q)
+			var rs []otsResult
+			otsDecode(t, []byte(body), &rs)
+			if code != 200 || len(rs) != 1 || len(rs[0].points(t)) != 100 {
+				t.Fatalf("the destination answers %d with %d series, want 100 points: %s", code, len(rs), body)
+			}
+		})
 	}
 }

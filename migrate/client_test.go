@@ -52,7 +52,7 @@ func TestClientRetries(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := NewClient(Auth{}, 5*time.Second, 3)
+	c := mustClient(t, Auth{}, 5*time.Second, 3)
 	waits := recordSleeps(c)
 	var got string
 	err := c.Do(context.Background(), "POST", srv.URL, nil, []byte("body"), func(r *http.Response) error {
@@ -75,7 +75,7 @@ func TestClientGivesUp(t *testing.T) {
 		http.Error(w, "down", http.StatusBadGateway)
 	}))
 	defer srv.Close()
-	c := NewClient(Auth{}, 5*time.Second, 2)
+	c := mustClient(t, Auth{}, 5*time.Second, 2)
 	recordSleeps(c)
 	err := c.Do(context.Background(), "GET", srv.URL, nil, nil, func(*http.Response) error { return nil })
 	if err == nil || calls != 3 || !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), "502") {
@@ -91,7 +91,7 @@ func TestClientFailsOn4xx(t *testing.T) {
 		io.WriteString(w, `{"error":{"code":400,"message":"`+strings.Repeat("x", 5000)+`"}}`)
 	}))
 	defer srv.Close()
-	c := NewClient(Auth{}, 5*time.Second, 5)
+	c := mustClient(t, Auth{}, 5*time.Second, 5)
 	recordSleeps(c)
 	err := c.Do(context.Background(), "GET", srv.URL, nil, nil, func(*http.Response) error { return nil })
 	if calls != 1 || !IsClientError(err) {
@@ -109,7 +109,7 @@ func TestClientAuth(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, a := range []Auth{{User: "u", Password: "p"}, {BearerToken: "tok"}, {}} {
-		c := NewClient(a, 5*time.Second, 0)
+		c := mustClient(t, a, 5*time.Second, 0)
 		if err := c.Do(context.Background(), "GET", srv.URL, nil, nil, func(*http.Response) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -132,4 +132,13 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+func mustClient(t *testing.T, a Auth, timeout time.Duration, retries int) *Client {
+	t.Helper()
+	c, err := NewClient(a, timeout, retries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -93,7 +93,7 @@ func TestPutSinkBody(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	sink := NewPutSink(NewClient(Auth{}, 5*time.Second, 0), srv.URL, 2)
+	sink := NewPutSink(mustClient(t, Auth{}, 5*time.Second, 0), srv.URL, 2)
 	ser := &Series{Labels: []Label{{MetricLabel, "sys.cpu"}, {"host", "a\"b"}}, Points: []Point{
 		{1000, 42, "42"}, {1500, 0.1, "0.1"}, {2000, 9007199254740992, "9007199254740993"}, {3000, math.NaN(), "NaN"}, {4000, 1.5, ""}}}
 	ctx := context.Background()
@@ -161,7 +161,7 @@ func TestRemoteWriteSinkBody(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	sink := NewRemoteWriteSink(NewClient(Auth{}, 5*time.Second, 0), srv.URL+"/api/v1/write", 3)
+	sink := NewRemoteWriteSink(mustClient(t, Auth{}, 5*time.Second, 0), srv.URL+"/api/v1/write", 3)
 	ctx := context.Background()
 	a := &Series{Labels: []Label{{MetricLabel, "up"}, {"job", "x"}}, Points: []Point{{1, 1, ""}, {2, math.Inf(-1), ""}}}
 	b := &Series{Labels: []Label{{MetricLabel, "temp"}}, Points: []Point{{1, 0.1, ""}, {2, -0.0, ""}, {3, math.MaxFloat64, ""}}}

@@ -137,8 +137,14 @@ func Execute(ctx context.Context, c *Config) error {
 	if err != nil {
 		return err
 	}
-	srcC := NewClient(c.SrcAuth, c.Timeout, c.Retries)
-	dstC := NewClient(c.DstAuth, c.Timeout, c.Retries)
+	srcC, err := NewClient(c.SrcAuth, c.Timeout, c.Retries)
+	if err != nil {
+		return fmt.Errorf("-src-ca-file: %w", err)
+	}
+	dstC, err := NewClient(c.DstAuth, c.Timeout, c.Retries)
+	if err != nil {
+		return fmt.Errorf("-dst-ca-file: %w", err)
+	}
 	src, dstAsSource, newSink, err := c.sides(ctx, e, srcC, dstC)
 	if err != nil {
 		return err

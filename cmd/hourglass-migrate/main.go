@@ -80,6 +80,10 @@ func run(args []string, stderr io.Writer) int {
 	fs.StringVar(&c.DstAuth.User, "dst-user", "", "basic auth `user` for the destination")
 	fs.StringVar(&c.DstAuth.Password, "dst-password", "", "basic auth `password` for the destination (or env HOURGLASS_MIGRATE_DST_PASSWORD)")
 	fs.StringVar(&c.DstAuth.BearerToken, "dst-bearer-token", "", "bearer `token` for the destination (or env HOURGLASS_MIGRATE_DST_BEARER_TOKEN)")
+	fs.StringVar(&c.SrcAuth.CAFile, "src-ca-file", "", "https source: the PEM `file` of the CA to trust (default: the system's)")
+	fs.BoolVar(&c.SrcAuth.InsecureSkipVerify, "src-insecure-skip-verify", false, "https source: do not verify its certificate")
+	fs.StringVar(&c.DstAuth.CAFile, "dst-ca-file", "", "https destination: the PEM `file` of the CA to trust (default: the system's)")
+	fs.BoolVar(&c.DstAuth.InsecureSkipVerify, "dst-insecure-skip-verify", false, "https destination: do not verify its certificate")
 	fs.DurationVar(&c.ProgressInterval, "progress-interval", 5*time.Second, "how often the progress line is written when stderr is not a terminal (a terminal's line is redrawn every 0.5s)")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	if err := fs.Parse(args); err != nil {
