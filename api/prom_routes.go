@@ -30,6 +30,7 @@ type promAPI struct {
 	limiter   *promLimiter
 	meta      *promMetadata
 	snap      *snapshotter
+	tsdb      *tsdbStatus
 	decoders  sync.Pool // *prom.Decoder
 	now       func() time.Time
 }
@@ -47,6 +48,7 @@ func (s *Server) promRoutes(r *mux.Router) {
 		limiter: newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
 		meta:    newPromMetadata(cfg.MaxMetadata),
 		snap:    newSnapshotter(s.reg),
+		tsdb:    newTSDBStatus(s.reg),
 		now:     time.Now,
 	}
 	p.decoders.New = func() any { return &prom.Decoder{} }
@@ -78,6 +80,7 @@ func (s *Server) promRoutes(r *mux.Router) {
 	route("/api/v1/series", "prom_series", p.handleSeries, get, post)
 	route("/api/v1/metadata", "prom_metadata", p.handleMetadata, get)
 	route("/api/v1/status/buildinfo", "prom_buildinfo", p.handleBuildInfo, get)
+	route("/api/v1/status/tsdb", "prom_status_tsdb", p.handleTSDBStatus, get)
 	route("/api/v1/rules", "prom_rules", p.handleRules, get, post)
 	route("/api/v1/query_exemplars", "prom_exemplars", p.handleExemplars, get, post)
 	route("/api/v1/admin/tsdb/delete_series", "prom_delete_series", p.handleDeleteSeries, post, http.MethodPut)

@@ -82,6 +82,7 @@ var routeScopes = func() map[string]routeScope {
 		"/api/v1/series":                      read,
 		"/api/v1/metadata":                    read,
 		"/api/v1/status/buildinfo":            read,
+		"/api/v1/status/tsdb":                 read,
 		"/api/v1/rules":                       read,
 		"/api/v1/query_exemplars":             read,
 		"/api/v1/admin/tsdb/delete_series":    admin,

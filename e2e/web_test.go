@@ -425,6 +425,8 @@ func TestWebPage(t *testing.T) {
 		}
 	})
 
+	t.Run("cardinality panel", func(t *testing.T) { webCheckCardinality(t, ctx) })
+
 	// The metric, typed and picked from the autocomplete list.
 	webRun(t, ctx, "typing the metric", chromedp.SendKeys(chromedp.ID("metric"), "web.test.c"))
 	webWaitList(t, ctx, "#metric", "web.test.cpu")

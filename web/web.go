@@ -5,7 +5,8 @@
 // The page is plain HTML, CSS and JavaScript modules of our own, embedded in
 // the binary with go:embed: there is no build step, and nothing is fetched
 // from anywhere but the server at run time. static/ holds the files;
-// static/chart.js is the chart, static/app.js the rest of the page.
+// static/chart.js is the chart, static/cardinality.js the cardinality panel,
+// static/app.js the rest of the page.
 package web
 
 import (

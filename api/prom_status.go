@@ -1,0 +1,119 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"hourglass/api/prom"
+	"hourglass/series"
+)
+
+// promTSDBMaxLimit is the largest limit /api/v1/status/tsdb takes, as Prometheus'.
+const promTSDBMaxLimit = 10000
+
+// tsdbStatusTTL is how long a computed /api/v1/status/tsdb answer is
+// served again to requests with the same limit, as Prometheus caches its
+// cardinality figures: a dashboard refreshing it costs one walk of the
+// index per interval, whatever its number of viewers.
+const tsdbStatusTTL = 5 * time.Second
+
+// tsdbStatus computes the cardinality figures one request at a time and
+// keeps the last answer for tsdbStatusTTL.
+type tsdbStatus struct {
+	mu    sync.Mutex
+	limit int
+	at    time.Time
+	body  []byte
+	runs  prometheus.Counter
+	took  prometheus.Gauge
+}
+
+func newTSDBStatus(reg prometheus.Registerer) *tsdbStatus {
+	s := &tsdbStatus{
+		runs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hourglass_status_tsdb_computations_total",
+			Help: "Walks of the series index for /api/v1/status/tsdb (answers within 5 s of one reuse it)."}),
+		took: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hourglass_status_tsdb_last_duration_seconds",
+			Help: "Time the last walk of the series index for /api/v1/status/tsdb took."}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.runs, s.took)
+	}
+	return s
+}
+
+type promTSDBStat struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+// promTSDBStatus is Prometheus' TSDBStatus (web/api/v1).
+type promTSDBStatus struct {
+	HeadStats struct {
+		NumSeries     uint64 `json:"numSeries"`
+		NumLabelPairs int    `json:"numLabelPairs"`
+		ChunkCount    int64  `json:"chunkCount"`
+		MinTime       int64  `json:"minTime"`
+		MaxTime       int64  `json:"maxTime"`
+	} `json:"headStats"`
+	SeriesCountByMetricName     []promTSDBStat `json:"seriesCountByMetricName"`
+	LabelValueCountByLabelName  []promTSDBStat `json:"labelValueCountByLabelName"`
+	MemoryInBytesByLabelName    []promTSDBStat `json:"memoryInBytesByLabelName"`
+	SeriesCountByLabelValuePair []promTSDBStat `json:"seriesCountByLabelValuePair"`
+}
+
+func promTSDBStats(in []series.Stat) []promTSDBStat {
+	out := make([]promTSDBStat, len(in))
+	for i, s := range in {
+		out[i] = promTSDBStat{s.Name, s.Value}
+	}
+	return out
+}
+
+// handleTSDBStatus is /api/v1/status/tsdb, as Prometheus answers it: the
+// series and label cardinality of the series index (series.Head.Cardinality),
+// each list the limit (default 10, at most 10000) largest, the largest first.
+// headStats.numSeries counts the series of the index, chunkCount, minTime and
+// maxTime the chunks and points of the head.
+func (p *promAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
+	limit := 10
+	if v := r.FormValue("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			p.respondError(w, prom.ErrorBadData, "limit must be a positive number")
+			return
+		}
+		if limit > promTSDBMaxLimit {
+			p.respondError(w, prom.ErrorBadData, fmt.Sprintf("limit must not exceed %d", promTSDBMaxLimit))
+			return
+		}
+	}
+	ts := p.tsdb
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.body == nil || ts.limit != limit || time.Since(ts.at) > tsdbStatusTTL {
+		start := time.Now()
+		c := p.s.engine.Head().Cardinality(limit)
+		var out promTSDBStatus
+		out.HeadStats.NumSeries, out.HeadStats.NumLabelPairs = c.NumSeries, c.NumLabelPairs
+		out.HeadStats.ChunkCount, out.HeadStats.MinTime, out.HeadStats.MaxTime = c.ChunkCount, c.MinTime, c.MaxTime
+		out.SeriesCountByMetricName = promTSDBStats(c.SeriesCountByMetricName)
+		out.LabelValueCountByLabelName = promTSDBStats(c.LabelValueCountByLabelName)
+		out.MemoryInBytesByLabelName = promTSDBStats(c.MemoryInBytesByLabelName)
+		out.SeriesCountByLabelValuePair = promTSDBStats(c.SeriesCountByLabelValuePair)
+		body, err := json.Marshal(out)
+		if err != nil {
+			p.respondError(w, prom.ErrorInternal, err.Error())
+			return
+		}
+		ts.body, ts.limit, ts.at = body, limit, time.Now()
+		ts.runs.Inc()
+		ts.took.Set(time.Since(start).Seconds())
+	}
+	p.respond(w, ts.body, nil, nil)
+}
