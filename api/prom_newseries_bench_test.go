@@ -6,6 +6,8 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
+
+	"hourglass/series"
 )
 
 // BenchmarkPromRemoteWriteNewSeries is what a burst of new series costs
@@ -37,6 +39,34 @@ func BenchmarkPromRemoteWriteNewSeries(b *testing.B) {
 			if r := ps.do("POST", "/api/v1/write", promV1Headers, body); r.code != 204 {
 				b.Fatalf("%d %s", r.code, r.body)
 			}
+		}
+		round++
+	}
+	b.ReportMetric(float64(nSeries*b.N)/b.Elapsed().Seconds(), "series/s")
+}
+
+// BenchmarkPromRemoteWriteRefusedSeries is what a request over
+// -max-new-series-per-request costs: 100,000 new series of which the limit
+// (1,000) lets the first in; the rest are refused, each looked up in the
+// index without any UID lookup.
+func BenchmarkPromRemoteWriteRefusedSeries(b *testing.B) {
+	const nSeries = 100_000
+	ps := newPromServer(b, nil)
+	ps.srv.head.SetSeriesLimits(series.SeriesLimits{MaxNewSeriesPerRequest: 1000}, nil)
+	b.ReportAllocs()
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		req := &prompb.WriteRequest{}
+		for n := 0; n < nSeries; n++ {
+			req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: []prompb.Label{
+				{Name: "__name__", Value: "refused_metric"}, {Name: "id", Value: fmt.Sprintf("r%d-%d", round, n)}, {Name: "job", Value: "node"}},
+				Samples: []prompb.Sample{{Timestamp: promT0, Value: float64(n)}}})
+		}
+		body := snappy.Encode(nil, promMarshal(b, req))
+		b.StartTimer()
+		if r := ps.do("POST", "/api/v1/write", promV1Headers, body); r.code != 400 {
+			b.Fatalf("%d %s", r.code, r.body)
 		}
 		round++
 	}

@@ -91,13 +91,14 @@ type limiter struct {
 	lastLog  time.Time
 
 	refused *prometheus.CounterVec
+	byFlag  map[string]prometheus.Counter // refused, by the limit's flag
 	created prometheus.Counter
 }
 
 func newLimiter(lim SeriesLimits, reg prometheus.Registerer, log *slog.Logger, now func() time.Time) *limiter {
 	l := &limiter{
 		lim: lim, now: now, log: log,
-		pending: map[Labels]struct{}{}, byMetric: map[string]int{},
+		pending: map[Labels]struct{}{}, byMetric: map[string]int{}, byFlag: map[string]prometheus.Counter{},
 		tokens: float64(lim.MaxNewSeriesPerMinute), refilled: now(),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hourglass_series_refused_total",
@@ -106,8 +107,8 @@ func newLimiter(lim SeriesLimits, reg prometheus.Registerer, log *slog.Logger, n
 		created: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_series_created_total", Help: "New series admitted by the series limits (each gets its UIDs, head series and index entry)."}),
 	}
-	for _, f := range []string{"max_series", "max_series_per_metric", "max_new_series_per_minute", "max_new_series_per_request"} {
-		l.refused.WithLabelValues(f)
+	for _, f := range []string{"-max-series", "-max-series-per-metric", "-max-new-series-per-minute", "-max-new-series-per-request"} {
+		l.byFlag[f] = l.refused.WithLabelValues(strings.ReplaceAll(f[1:], "-", "_"))
 	}
 	if reg != nil {
 		reg.MustRegister(l.refused, l.created)
@@ -184,7 +185,7 @@ func (l *limiter) refuse(err *SeriesLimitError) error {
 
 // refuseLocked counts a refusal and logs it, at most once every 10 seconds.
 func (l *limiter) refuseLocked(err *SeriesLimitError) error {
-	l.refused.WithLabelValues(strings.ReplaceAll(err.Flag[1:], "-", "_")).Inc()
+	l.byFlag[err.Flag].Inc()
 	if now := time.Now(); now.Sub(l.lastLog) >= 10*time.Second {
 		l.lastLog = now
 		l.log.Warn("new series refused (logged at most every 10 s; hourglass_series_refused_total counts them)", "err", err.Error())
