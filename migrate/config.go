@@ -174,7 +174,9 @@ func Execute(ctx context.Context, c *Config) error {
 	} else {
 		err = run.Copy(ctx, todo)
 	}
-	fmt.Fprintf(c.Log, "copied %d points in %d slices", run.Progress.Points(), run.Progress.slices.Load())
+	took := time.Since(run.Progress.started)
+	fmt.Fprintf(c.Log, "copied %d points in %d slices in %s (%.0f points/s)", run.Progress.Points(), run.Progress.slices.Load(),
+		took.Round(time.Millisecond), float64(run.Progress.Points())/took.Seconds())
 	if sk := run.Progress.Skipped(); sk > 0 {
 		fmt.Fprintf(c.Log, "; left out %d native histogram samples (hourglass does not store them)", sk)
 	}
