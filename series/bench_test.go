@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -179,5 +180,61 @@ func BenchmarkLateRewrite(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/pts, "cpu-ns/point")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pts, "ns/point")
 		})
+	}
+}
+
+// BenchmarkCloseScatteredLate is the worst case for the late-point bound
+// at SIGTERM: 500,000 late points (the default -late-max-points), one per
+// row (5,000 series × 100 past hours), each row already holding a cell,
+// then Close. It reports the heap they take and how long Close takes.
+func BenchmarkCloseScatteredLate(b *testing.B) {
+	const nSeries, hours = 5000, 100
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		layout := rowkey.DefaultLayout()
+		h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+			Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		send := func(offset int64) {
+			batch := make([]series.Sample, 0, 5000)
+			errs := make([]error, 5000)
+			for hr := int64(0); hr < hours; hr++ {
+				for s := 0; s < nSeries; s++ {
+					batch = append(batch, series.Sample{Labels: host(s), T: t0 + hr*rowkey.HourMs + offset + int64(s), V: chunk.Int(hr)})
+					if len(batch) == cap(batch) {
+						if err := h.Append(ctx, batch, errs); err != nil {
+							b.Fatal(err)
+						}
+						batch = batch[:0]
+					}
+				}
+			}
+		}
+		send(0)
+		if err := h.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		send(60_000) // a minute later in each hour: a late point per row
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse>>20), "heap-MB")
+		b.StartTimer()
+		start := time.Now()
+		if err := h.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "close-s")
+		b.StopTimer()
+		st.Close()
 	}
 }

@@ -32,7 +32,7 @@ type Options struct {
 	Grace time.Duration
 	// LateGrace and LateMaxPoints bound the late chunks, which gather the
 	// points of hours already past their grace (late.go). Defaults 10 s
-	// and 1,000,000 points.
+	// and 500,000 points.
 	LateGrace     time.Duration
 	LateMaxPoints int64
 	// WAL configures the write-ahead log; WAL.Dir is required.
@@ -166,11 +166,12 @@ type openChunk struct {
 	pts    []chunk.Point
 	minSeg int
 	// late: opened for an hour already past its grace; it seals when full,
-	// at deadline (wall clock, unix ms) or at the bound (late.go). lateN
-	// is what it added to Head.latePoints.
-	late     bool
-	deadline int64
-	lateN    int64
+	// at deadline (wall clock, unix ms) or at the bound, and, unless pinned,
+	// when the series' newest point passes its grace (late.go). lateN is
+	// what it added to Head.latePoints.
+	late, pinned bool
+	deadline     int64
+	lateN        int64
 }
 
 type sealedChunk struct {
@@ -543,7 +544,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	if i < len(s.open) && s.open[i].hour == hour {
 		oc = s.open[i]
 	} else {
-		oc = h.newOpenChunk(hour, seg, max(s.maxT, now), now)
+		oc = h.newOpenChunk(hour, seg, s.maxT, now)
 		s.open = append(s.open, nil)
 		copy(s.open[i+1:], s.open[i:])
 		s.open[i] = oc
@@ -562,7 +563,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	graceMs := h.opts.Grace.Milliseconds()
 	for j := 0; j < len(s.open); {
-		if c := s.open[j]; !c.late && c.hour+rowkey.HourMs+graceMs <= s.maxT {
+		if c := s.open[j]; !c.pinned && c.hour+rowkey.HourMs+graceMs <= s.maxT {
 			sealed = append(sealed, h.sealLocked(s, c))
 			continue
 		}

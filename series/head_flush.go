@@ -126,7 +126,8 @@ func (h *Head) flusher() {
 func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte) ([]byte, error) {
 	// Hook: the rows the loop below would read one by one, read at once (on
 	// Bigtable every read is a round trip).
-	if err := h.prefetchRows(ctx, batch); err != nil {
+	uncached, err := h.prefetchRows(ctx, batch)
+	if err != nil {
 		return buf, err
 	}
 	var muts []store.Mutation
@@ -145,9 +146,11 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 		}
 		s := c.s
 		row := layout.AppendRowKey(nil, s.tsuid, c.hour)
-		ri, err := h.rowInfo(ctx, s, c.hour, row)
-		if err != nil {
-			return buf, err
+		ri := uncached[string(row)]
+		if ri == nil {
+			if ri, err = h.rowInfo(ctx, s, c.hour, row); err != nil {
+				return buf, err
+			}
 		}
 		first, last := pts[0].T, pts[len(pts)-1].T
 		var overlapping []cellSpan
@@ -261,8 +264,9 @@ func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte
 // prefetchRows reads, with one Scan of exact rows, the rows of the batch
 // that this writer has not looked at yet, and records them as rowInfo
 // would: one request for the batch instead of a ReadRow per row, which on
-// Bigtable would be a round trip each, one after the other.
-func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) error {
+// Bigtable would be a round trip each, one after the other. The rows older
+// than the few the series keeps are returned by row key, for one use.
+func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[string]*rowInfo, error) {
 	type want struct {
 		s   *memSeries
 		row []byte
@@ -283,7 +287,7 @@ func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) error {
 		wants = append(wants, w)
 	}
 	if len(wants) < 2 {
-		return nil // rowInfo reads one row as well
+		return nil, nil // rowInfo reads one row as well
 	}
 	sort.Slice(wants, func(i, j int) bool { return string(wants[i].row) < string(wants[j].row) })
 	ranges := make([]store.KeyRange, len(wants))
@@ -300,12 +304,20 @@ func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) error {
 		return true
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range wants {
 		h.keepRow(w.s, w.ri)
 	}
-	return nil
+	// Late chunks of many old hours of one series: without this, each of
+	// the rows keepRow did not keep would be read again by rowInfo.
+	uncached := map[string]*rowInfo{}
+	for _, w := range wants {
+		if w.s.cachedRow(w.ri.hour) == nil {
+			uncached[string(w.row)] = &w.ri
+		}
+	}
+	return uncached, nil
 }
 
 // cachedRow returns what the flusher recorded of the series' row of hour, or nil.

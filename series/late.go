@@ -26,19 +26,23 @@ func (o *Options) fillLate() {
 		o.LateGrace = 10 * time.Second
 	}
 	if o.LateMaxPoints <= 0 {
-		o.LateMaxPoints = 1_000_000
+		o.LateMaxPoints = 500_000
 	}
 }
 
 // newOpenChunk returns an open chunk for hour, late if the hour is past its
-// grace at newest (the series' newest point or the wall clock, unix ms).
-func (h *Head) newOpenChunk(hour int64, seg int, newest, now int64) *openChunk {
-	oc := &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 16)}
-	if hour+rowkey.HourMs+h.opts.Grace.Milliseconds() <= newest {
-		oc.late = true
-		oc.deadline = now + h.opts.LateGrace.Milliseconds()
+// grace by the series' newest point maxT or the wall clock now (unix ms).
+// A chunk opened behind maxT is pinned: the series' newer points do not
+// seal it (they would seal it at once, a chunk per point). One late by the
+// clock alone (a backfill, in order) still seals once maxT passes it.
+func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64) *openChunk {
+	end := hour + rowkey.HourMs + h.opts.Grace.Milliseconds()
+	if end <= max(maxT, now) {
+		// Late points may come one per row: start small, append grows it.
+		return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 1), late: true,
+			pinned: end <= maxT, deadline: now + h.opts.LateGrace.Milliseconds()}
 	}
-	return oc
+	return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 16)}
 }
 
 // addLate counts a point added to the late chunk oc (under its series'

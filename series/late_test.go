@@ -224,3 +224,29 @@ func TestLateChunksStayBounded(t *testing.T) {
 	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
 	e.close()
 }
+
+// TestLatePointsAmongNewerOnes: a backfill of an old hour interleaved with
+// the series' current points, which move its newest point on each time:
+// the late chunk is not sealed by them (it would be a chunk per point).
+func TestLatePointsAmongNewerOnes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := openEnv(t, t.TempDir(), func(o *series.Options) { o.Registerer = reg })
+	l := host(4)
+	m := model{}
+	put := func(s series.Sample) { e.append(s); m.put(s) }
+	put(series.Sample{Labels: l, T: t0 + 3*rowkey.HourMs, V: chunk.Int(0)})
+	for i := int64(0); i < 960; i++ {
+		put(series.Sample{Labels: l, T: t0 + i*1000, V: chunk.Int(i)})                                  // hour 0, late
+		put(series.Sample{Labels: l, T: t0 + 3*rowkey.HourMs + (i+1)*1000, V: chunk.Float(float64(i))}) // newer
+	}
+	sealed := metricValue(t, reg, "hourglass_head_chunks_sealed_total")
+	t.Logf("1,921 points in two hours: %v chunks sealed before Flush", sealed)
+	if sealed > 6 {
+		t.Fatalf("%v chunks sealed for 1,921 points of two hours", sealed)
+	}
+	if err := e.head.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	equalPoints(t, e.read("sys.cpu", t0, t0+4*rowkey.HourMs), m.points(t0, t0+4*rowkey.HourMs))
+	e.close()
+}

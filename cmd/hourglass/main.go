@@ -61,7 +61,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", 0, "how often data past -retention is dropped (default 1h)")
 	fs.DurationVar(&cfg.SealGrace, "seal-grace", 0, "how long after its hour an open chunk waits for late points (default 10m)")
 	fs.DurationVar(&cfg.LateGrace, "late-grace", 0, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written (default 10s)")
-	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", 0, "points all late chunks may hold; past it they are written early (default 1000000)")
+	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", 0, "points all late chunks may hold; past it they are written early (default 500000)")
 	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "block cache of the embedded store (default 128 MiB)")
 	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", 0, "UID cache, both directions (default 64 MiB)")
 	fs.IntVar(&cfg.Ingest.MaxTags, "max-tags", 32, "tags per series")
