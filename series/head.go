@@ -333,13 +333,18 @@ func (h *Head) shard(l Labels) *headShard {
 	return &h.shards[x%uint32(len(h.shards))]
 }
 
+// get returns the head series of l, nil if there is none.
+func (sh *headShard) get(l Labels) *memSeries {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return sh.m[l]
+}
+
 // getOrCreate returns the head series of l, resolving its names to UIDs and
 // adding it to the index if it is new.
 func (h *Head) getOrCreate(ctx context.Context, l Labels) (*memSeries, error) {
 	sh := h.shard(l)
-	sh.mu.RLock()
-	s := sh.m[l]
-	sh.mu.RUnlock()
+	s := sh.get(l)
 	if s != nil {
 		return s, nil
 	}

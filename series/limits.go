@@ -215,11 +215,7 @@ func (h *Head) getOrCreateLimited(ctx context.Context, l Labels, req *Request) (
 	if lim == nil || lim.lim == (SeriesLimits{}) {
 		return h.getOrCreate(ctx, l)
 	}
-	sh := h.shard(l)
-	sh.mu.RLock()
-	s := sh.m[l]
-	sh.mu.RUnlock()
-	if s != nil {
+	if s := h.shard(l).get(l); s != nil {
 		return s, nil
 	}
 	// In the index already (a series the head forgot, or another node's)?
