@@ -78,6 +78,10 @@ func (r *Request) Created() int { return r.created }
 // admitted but not yet in the index (a head series gets its index entry with
 // its first point): admission and insertion both run under the index lock
 // (shared and exclusive), so concurrent appends never overshoot a limit.
+// A reservation whose series never reaches the index (its batch's WAL write
+// failed) stays until the series gets a point: the counts err on the side
+// of refusing. Series other nodes add through the index sync count once
+// this node's index has them.
 type limiter struct {
 	lim SeriesLimits
 	now func() time.Time
