@@ -320,7 +320,7 @@ func (s *Server) timed(route string, h http.HandlerFunc) http.HandlerFunc {
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h(sw, r)
 		if sw.code >= 400 {
-			s.rejects.rejected(route, r, sw.code, string(sw.reply.buf))
+			s.rejects.rejected(route, r, sw.code, sw.reply.message())
 		}
 		s.m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
 		s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -78,20 +81,42 @@ func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string
 	l.log.Log(r.Context(), level, "request rejected", attrs...)
 }
 
-// replyCapture keeps the first bytes of an error reply's body, for the log.
+// replyCapture keeps the first bytes of an error reply's body, for the log;
+// a gzip reply (OpenTSDB compresses for clients that accept it) is kept as
+// sent, up to maxCompressedCapture bytes, and inflated when logged.
 type replyCapture struct {
-	buf []byte
+	buf  []byte
+	gzip bool
 }
 
+const maxCompressedCapture = 8 << 10
+
 func (c *replyCapture) capture(h http.Header, code int, p []byte) {
-	if code < 400 || len(c.buf) >= quote.MaxMessage {
+	if code < 400 {
 		return
 	}
-	if h.Get("Content-Encoding") != "" {
-		if c.buf == nil {
-			c.buf = []byte("(compressed reply)")
+	max := quote.MaxMessage
+	if enc := h.Get("Content-Encoding"); enc != "" {
+		if enc != "gzip" {
+			c.buf = []byte("(a reply in " + quote.String(enc) + ")")
+			return
 		}
-		return
+		c.gzip, max = true, maxCompressedCapture
 	}
-	c.buf = append(c.buf, p[:min(len(p), quote.MaxMessage-len(c.buf))]...)
+	if len(c.buf) < max {
+		c.buf = append(c.buf, p[:min(len(p), max-len(c.buf))]...)
+	}
+}
+
+// message returns what was captured, inflated if it was gzip.
+func (c *replyCapture) message() string {
+	if !c.gzip {
+		return string(c.buf)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(c.buf))
+	if err != nil {
+		return "(a gzip reply)"
+	}
+	b, _ := io.ReadAll(io.LimitReader(zr, quote.MaxMessage))
+	return string(b)
 }

@@ -1,6 +1,7 @@
 package opentsdb
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,5 +131,34 @@ func TestRepliesQuoteLittle(t *testing.T) {
 	}
 	if r := UnknownCommand(big); len(r) > 600 {
 		t.Fatalf("unknown command reply of %d bytes", len(r))
+	}
+}
+
+// TestDetailsEchoBounded: a ?details reply echoes a point of a 1 MB metric
+// name or 10,000 tags in a few kilobytes, still valid JSON.
+func TestDetailsEchoBounded(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	for _, body := range [][]byte{
+		[]byte(`{"metric":"` + big + `","timestamp":1700000000,"value":1,"tags":{"k":"v"}}`),
+		manyTagsJSON(10000),
+	} {
+		var errs []*PointError
+		err := ParsePut(body, Limits{}, func(i int, dp *DataPoint, err error) error {
+			if err != nil {
+				errs = append(errs, &PointError{Index: i, Message: err.Error(), Raw: body})
+			}
+			return nil
+		})
+		if err != nil || len(errs) != 1 {
+			t.Fatalf("%v, %d errors", err, len(errs))
+		}
+		reply := AppendPutSummary(nil, 0, 1, -1, errs)
+		if len(reply) > 20<<10 {
+			t.Fatalf("reply of %d bytes", len(reply))
+		}
+		var v map[string]any
+		if err := json.Unmarshal(reply, &v); err != nil {
+			t.Fatalf("reply is not JSON: %v: %.300s", err, reply)
+		}
 	}
 }

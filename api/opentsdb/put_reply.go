@@ -1,12 +1,22 @@
 package opentsdb
 
-import "strconv"
+import (
+	"strconv"
+
+	"hourglass/internal/quote"
+)
+
+// echoMaxTags bounds the tags a ?details reply echoes of one point; the
+// count of those left out follows as "…":"(N tags)". Names and values are
+// bounded by quote.String.
+const echoMaxTags = 64
 
 // AppendDatapoint appends the point as OpenTSDB echoes it in a ?details
 // reply, its IncomingDataPoint re-serialized:
 // {"metric":"m","timestamp":1,"value":"42","tags":{"k":"v"}}, where value is
 // always a string and absent fields are left out (timestamp is 0 when absent
-// or unreadable). An element that was not an object is echoed as null.
+// or unreadable). An element that was not an object is echoed as null. What
+// it quotes is bounded: names and values by quote.String, tags by echoMaxTags.
 func (e *PointError) AppendDatapoint(dst []byte) []byte {
 	b := e.Raw
 	if len(b) == 0 || b[0] != '{' {
@@ -16,6 +26,7 @@ func (e *PointError) AppendDatapoint(dst []byte) []byte {
 		metric, value []byte
 		ts            int64
 		tags          []Tag
+		ntags         int
 		haveTags      bool
 		buf           []byte
 	)
@@ -43,7 +54,11 @@ func (e *PointError) AppendDatapoint(dst []byte) []byte {
 			i = nx
 			var t []byte
 			if kind == kindText {
-				t = append([]byte{}, text...)
+				if len(text) > quote.Max && string(key) != "timestamp" {
+					t = []byte(quote.Bytes(text))
+				} else {
+					t = append([]byte{}, text...)
+				}
 			}
 			switch string(key) {
 			case "metric":
@@ -59,7 +74,7 @@ func (e *PointError) AppendDatapoint(dst []byte) []byte {
 				}
 			}
 		case "tags":
-			tags, haveTags = tags[:0], false
+			tags, haveTags, ntags = tags[:0], false, 0
 			if i < len(b) && b[i] == '{' {
 				haveTags = true
 				i = skipWS(b, i+1)
@@ -81,7 +96,10 @@ func (e *PointError) AppendDatapoint(dst []byte) []byte {
 						return append(dst, "null"...)
 					}
 					if kind == kindText {
-						tags = append(tags, Tag{Key: string(k), Value: string(text)})
+						if len(tags) < echoMaxTags {
+							tags = append(tags, Tag{Key: quote.Bytes(k), Value: quote.Bytes(text)})
+						}
+						ntags++
 					}
 					i = skipWS(b, nx2)
 					if i < len(b) && b[i] == ',' {
@@ -130,6 +148,11 @@ func (e *PointError) AppendDatapoint(dst []byte) []byte {
 			dst = appendString(dst, t.Key)
 			dst = append(dst, ':')
 			dst = appendString(dst, t.Value)
+		}
+		if ntags > len(tags) {
+			dst = append(dst, `,"…":"(`...)
+			dst = strconv.AppendInt(dst, int64(ntags), 10)
+			dst = append(dst, ` tags)"`...)
 		}
 		dst = append(dst, '}')
 	}
