@@ -301,3 +301,41 @@ func appendQueryJSON(dst []byte, ss []Series) []byte {
 	}
 	return append(dst, ']')
 }
+
+// BenchmarkDecodeQueryResponse decodes an /api/query answer of 100 series
+// of 360 points.
+func BenchmarkDecodeQueryResponse(b *testing.B) {
+	var ss []Series
+	for i := range 100 {
+		s := Series{Labels: []Label{{MetricLabel, "sys.cpu.user"}, {"host", "h" + strconv.Itoa(i)}}}
+		for j := range 360 {
+			s.Points = append(s.Points, Point{T: 1700000000000 + int64(j)*10000, Raw: strconv.FormatFloat(float64(j)*0.25+float64(i), 'g', -1, 64)})
+		}
+		ss = append(ss, s)
+	}
+	body := appendQueryJSON(nil, ss)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	sl := Slice{0, math.MaxInt64}
+	for b.Loop() {
+		n := 0
+		if err := DecodeQueryResponse(bytes.NewReader(body), sl, func(s *Series) error { n += len(s.Points); return nil }); err != nil || n != 36000 {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/36000, "ns/point")
+}
+
+// BenchmarkAppendPutPoint encodes /api/put JSON.
+func BenchmarkAppendPutPoint(b *testing.B) {
+	ls := []Label{{MetricLabel, "sys.cpu.user"}, {"dc", "lga"}, {"host", "web01"}}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:0]
+		for j := range 1000 {
+			buf = appendPutPoint(buf, "sys.cpu.user", ls, Point{T: 1700000000000 + int64(j)*10000, Raw: "42.5"})
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+}

@@ -149,7 +149,11 @@ func Execute(ctx context.Context, c *Config) error {
 	if err != nil {
 		return err
 	}
-	key := StateKey{From: c.From, Src: c.Src, Dst: c.Dst, Start: c.Start, End: c.End, Slice: c.Slice.Milliseconds(), Match: c.Match}
+	srcKey := e.srcBase
+	if e.srcRead != "" {
+		srcKey = e.srcRead
+	}
+	key := StateKey{From: c.From, Src: srcKey, Dst: e.dstBase, Start: c.Start, End: c.End, Slice: c.Slice.Milliseconds(), Match: c.Match}
 	st, err := OpenState(c.StatePath, key)
 	if err != nil {
 		return err
@@ -181,6 +185,9 @@ func Execute(ctx context.Context, c *Config) error {
 		fmt.Fprintf(c.Log, "; left out %d native histogram samples (hourglass does not store them)", sk)
 	}
 	fmt.Fprintln(c.Log)
+	if err != nil && ctx.Err() != nil && c.StatePath != "" {
+		return fmt.Errorf("interrupted: the %d slices completed are recorded in %s; run the same command again to go on", st.Len(), c.StatePath)
+	}
 	if err != nil || !c.Verify {
 		return err
 	}

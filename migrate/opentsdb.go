@@ -149,51 +149,166 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// appendDps reads a dps object {"<ts>": value, ...} and appends the points in s.
-func appendDps(dst []Point, raw json.RawMessage, s Slice) ([]Point, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+// appendDps reads a dps object {"<ms>": value, ...} and appends the points
+// in s. Values are JSON numbers, strings ("NaN", "Infinity") or null (no
+// point). It scans the bytes itself: encoding/json's token API costs a dozen
+// allocations a point.
+func appendDps(dst []Point, raw []byte, s Slice) ([]Point, error) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || string(raw[i:]) == "null" {
 		return dst, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := expectDelim(dec, '{'); err != nil {
-		return dst, fmt.Errorf("dps: %w", err)
+	if raw[i] != '{' {
+		return dst, fmt.Errorf("dps: want an object")
 	}
-	for dec.More() {
-		tok, err := dec.Token()
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return dst, nil
+	}
+	for {
+		key, j, err := scanPlainString(raw, i)
 		if err != nil {
-			return dst, err
+			return dst, fmt.Errorf("dps: timestamp: %w", err)
 		}
-		key, _ := tok.(string)
-		ts, err := strconv.ParseInt(key, 10, 64)
-		if err != nil || ts < 0 {
-			return dst, fmt.Errorf("dps: timestamp %q is not a non-negative integer", truncate(key, 40))
+		ts, ok := parseMs(key)
+		if !ok {
+			return dst, fmt.Errorf("dps: timestamp %q is not a non-negative integer", truncate(string(key), 40))
 		}
-		if tok, err = dec.Token(); err != nil {
-			return dst, err
+		if j = skipSpace(raw, j); j == len(raw) || raw[j] != ':' {
+			return dst, fmt.Errorf("dps: want : after %q", key)
 		}
-		p := Point{T: ts}
-		switch v := tok.(type) {
-		case json.Number:
-			p.Raw = string(v)
-			if p.V, err = strconv.ParseFloat(p.Raw, 64); err != nil && !isRangeErr(err) {
-				return dst, fmt.Errorf("dps: value %q: %w", truncate(p.Raw, 40), err)
-			}
-		case string: // "NaN", "Infinity"
-			if p.V, err = parseSpecial(v); err != nil {
-				return dst, fmt.Errorf("dps: value %q is not a number", truncate(v, 40))
-			}
-			p.Raw = v
-		case nil: // fill policy null: no point
-			continue
-		default:
-			return dst, fmt.Errorf("dps: value of %s is not a number", key)
+		p, j, ok, err := scanValue(raw, skipSpace(raw, j+1))
+		if err != nil {
+			return dst, fmt.Errorf("dps: value at %s: %w", key, err)
 		}
-		if p.T >= s.Start && p.T < s.End {
+		p.T = ts
+		if ok && p.T >= s.Start && p.T < s.End {
 			dst = append(dst, p)
 		}
+		if i = skipSpace(raw, j); i == len(raw) {
+			return dst, fmt.Errorf("dps: unterminated object")
+		}
+		switch raw[i] {
+		case '}':
+			if skipSpace(raw, i+1) != len(raw) {
+				return dst, fmt.Errorf("dps: data after the object")
+			}
+			return dst, nil
+		case ',':
+			i = skipSpace(raw, i+1)
+		default:
+			return dst, fmt.Errorf("dps: want , or } after the value at %s", key)
+		}
 	}
-	return dst, expectDelim(dec, '}')
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// scanPlainString reads a JSON string at b[i] that has no escapes.
+func scanPlainString(b []byte, i int) ([]byte, int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, fmt.Errorf("want a string")
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i+1 : j], j + 1, nil
+		case c == '\\' || c < 0x20:
+			return nil, j, fmt.Errorf("unexpected byte %q in a string", c)
+		}
+	}
+	return nil, len(b), fmt.Errorf("unterminated string")
+}
+
+// parseMs reads a decimal non-negative int64.
+func parseMs(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n >= 0
+}
+
+// scanValue reads a dps value at b[i]: a number, a string of a special
+// float, or null (ok false: no point).
+func scanValue(b []byte, i int) (p Point, end int, ok bool, err error) {
+	switch {
+	case i >= len(b):
+		return p, i, false, fmt.Errorf("missing")
+	case b[i] == 'n':
+		if len(b)-i >= 4 && string(b[i:i+4]) == "null" {
+			return p, i + 4, false, nil
+		}
+	case b[i] == '"':
+		str, j, err := scanPlainString(b, i)
+		if err != nil {
+			return p, j, false, err
+		}
+		p.Raw = string(str)
+		if p.V, err = parseSpecial(p.Raw); err != nil {
+			return p, j, false, fmt.Errorf("%q is not a number", truncate(p.Raw, 40))
+		}
+		return p, j, true, nil
+	default:
+		j := scanNumber(b, i)
+		if j < 0 {
+			break
+		}
+		p.Raw = string(b[i:j])
+		if p.V, err = strconv.ParseFloat(p.Raw, 64); err != nil && !isRangeErr(err) {
+			return p, j, false, err
+		}
+		return p, j, true, nil
+	}
+	return p, i, false, fmt.Errorf("not a number, a string or null")
+}
+
+// scanNumber returns the end of the JSON number at b[i], or -1.
+func scanNumber(b []byte, i int) int {
+	digits := func(j int) int {
+		k := j
+		for k < len(b) && b[k] >= '0' && b[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return -1
+		}
+		return k
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i = digits(i); i < 0 {
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digits(i + 1); i < 0 {
+			return -1
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	return i
 }
 
 func isRangeErr(err error) bool {
