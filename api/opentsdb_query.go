@@ -187,6 +187,27 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	summary, err = s.writeQueryReply(ctx, w, req, subs, globals, start, end, began)
+	if err != nil {
+		failure = err
+		if ctx.Err() != nil {
+			// Out of time while the reply was written: the status is
+			// sent, so the connection is cut (the client sees a truncated
+			// reply, not a complete one) and the query log says 408.
+			if errors.Is(err, context.DeadlineExceeded) {
+				s.engine.CountTimeout()
+			}
+			code = http.StatusRequestTimeout
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// writeQueryReply writes the 200 reply of an /api/query request and returns
+// its statsSummary. It stops with ctx's error once ctx has one, looking at
+// it each time a megabyte is written, or with the writer's error.
+func (s *Server) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
+	globals []opentsdb.Annotation, start, end int64, began time.Time) ([]byte, error) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
 	buf := getBuf()
@@ -199,23 +220,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		f := opentsdb.ResultFormat{Arrays: req.Arrays, MsResolution: req.MsResolution, NaNIsNull: sb.fill == downsample.FillNull}
 		for i := range sb.results {
 			res := &sb.results[i]
-			qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags, GlobalAnnotations: globals}
-			for _, t := range res.Tags {
-				qr.Tags = append(qr.Tags, opentsdb.Tag{Key: t.Key, Value: t.Value})
-			}
-			if req.ShowQuery {
-				qr.Query = sb.sq
-			}
-			if req.ShowTSUIDs {
-				qr.TSUIDs = make([]string, len(res.TSUIDs))
-				for j, id := range res.TSUIDs {
-					qr.TSUIDs[j] = hexUpper(id)
-				}
-				sort.Strings(qr.TSUIDs)
-			}
-			if sb.notes != nil && len(sb.notes[i]) > 0 {
-				qr.Annotations = sb.notes[i]
-			}
+			qr := queryResult(req, sb, i, globals)
 			if !first {
 				out = append(out, ',')
 			}
@@ -233,11 +238,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 				n++
 				if len(out) > 1<<20 {
 					if _, err := w.Write(out); err != nil {
-						failure = err
-						return
+						return nil, err
 					}
 					out = out[:0]
-					s.checkSerializing(ctx, &code, &failure)
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
 				}
 			}
 			sb.stats.emitted += int64(n)
@@ -258,22 +264,32 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	out = append(out, ']')
 	if _, err := w.Write(out); err != nil {
-		failure = err
+		return nil, err
 	}
-	summary = summaryJSON(subs, time.Since(began))
+	return summaryJSON(subs, time.Since(began)), nil
 }
 
-// checkSerializing stops a reply whose query ran out of time while it was
-// being written: the status is sent, so the connection is cut (the client
-// sees a truncated reply, not a complete one) and the query log says 408.
-func (s *Server) checkSerializing(ctx context.Context, code *int, failure *error) {
-	if err := ctx.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			s.engine.CountTimeout()
-		}
-		*code, *failure = http.StatusRequestTimeout, err
-		panic(http.ErrAbortHandler)
+// queryResult is the reply object of result i of sb, without its points.
+func queryResult(req *opentsdb.QueryRequest, sb *subResult, i int, globals []opentsdb.Annotation) opentsdb.QueryResult {
+	res := &sb.results[i]
+	qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags, GlobalAnnotations: globals}
+	for _, t := range res.Tags {
+		qr.Tags = append(qr.Tags, opentsdb.Tag{Key: t.Key, Value: t.Value})
 	}
+	if req.ShowQuery {
+		qr.Query = sb.sq
+	}
+	if req.ShowTSUIDs {
+		qr.TSUIDs = make([]string, len(res.TSUIDs))
+		for j, id := range res.TSUIDs {
+			qr.TSUIDs[j] = hexUpper(id)
+		}
+		sort.Strings(qr.TSUIDs)
+	}
+	if sb.notes != nil && len(sb.notes[i]) > 0 {
+		qr.Annotations = sb.notes[i]
+	}
+	return qr
 }
 
 // summaryJSON is the statsSummary object: totals, the average and maximum
