@@ -123,6 +123,13 @@ func (c *Config) check() error {
 	return nil
 }
 
+// UsageError is a command line that cannot run: a flag out of range, a
+// URL or selector that does not parse.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
 // ErrMismatch is returned by Execute when -verify found slices whose point
 // counts differ.
 var ErrMismatch = fmt.Errorf("verify: the point counts differ")
@@ -131,19 +138,19 @@ var ErrMismatch = fmt.Errorf("verify: the point counts differ")
 // not yet completed, then, with Verify, the count on both sides.
 func Execute(ctx context.Context, c *Config) error {
 	if err := c.check(); err != nil {
-		return err
+		return &UsageError{err}
 	}
 	e, err := c.endpoints()
 	if err != nil {
-		return err
+		return &UsageError{err}
 	}
 	srcC, err := NewClient(c.SrcAuth, c.Timeout, c.Retries)
 	if err != nil {
-		return fmt.Errorf("-src-ca-file: %w", err)
+		return &UsageError{fmt.Errorf("-src-ca-file: %w", err)}
 	}
 	dstC, err := NewClient(c.DstAuth, c.Timeout, c.Retries)
 	if err != nil {
-		return fmt.Errorf("-dst-ca-file: %w", err)
+		return &UsageError{fmt.Errorf("-dst-ca-file: %w", err)}
 	}
 	src, dstAsSource, newSink, err := c.sides(ctx, e, srcC, dstC)
 	if err != nil {
@@ -212,7 +219,7 @@ func (c *Config) sides(ctx context.Context, e endpoints, srcC, dstC *Client) (So
 	}
 	ms, err := ParseSelectors(match)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, &UsageError{err}
 	}
 	return NewRemoteReadSource(srcC, e.srcRead, ms), NewRemoteReadSource(dstC, e.dstRead, ms),
 		func() Sink { return NewRemoteWriteSink(dstC, e.dstWrite, c.Batch) }, nil

@@ -104,6 +104,9 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 	if err := migrate.Execute(ctx, &c); err != nil {
 		fmt.Fprintln(stderr, "hourglass-migrate:", err)
+		if ue := (*migrate.UsageError)(nil); errors.As(err, &ue) {
+			return 2
+		}
 		return 1
 	}
 	return 0
