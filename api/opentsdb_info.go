@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,30 +117,6 @@ func (s *Server) configMap() map[string]string {
 // build's own information.
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeOTSJSON(w, http.StatusOK, s.versionInfo())
-}
-
-func (s *Server) versionInfo() map[string]string {
-	v := map[string]string{
-		"version": s.cfg.Version, "short_revision": "", "full_revision": "", "timestamp": "",
-		"repo_status": "UNKNOWN", "user": "", "host": otsHostname(), "repo": "hourglass", "branch": "",
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v["repo"] = bi.Main.Path
-		for _, st := range bi.Settings {
-			switch st.Key {
-			case "vcs.revision":
-				v["full_revision"] = st.Value
-				v["short_revision"] = st.Value[:min(7, len(st.Value))]
-			case "vcs.time":
-				if t, err := time.Parse(time.RFC3339, st.Value); err == nil {
-					v["timestamp"] = strconv.FormatInt(t.Unix(), 10)
-				}
-			case "vcs.modified":
-				v["repo_status"] = map[bool]string{true: "MODIFIED", false: "MINT"}[st.Value == "true"]
-			}
-		}
-	}
-	return v
 }
 
 func otsHostname() string {

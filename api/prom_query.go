@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -560,19 +559,6 @@ func (p *promAPI) handleMetadata(w http.ResponseWriter, r *http.Request) {
 		out = append(out, `}]`...)
 	}
 	p.meta.mu.RUnlock()
-	out = append(out, '}')
-	p.respond(w, out, nil, nil)
-}
-
-// handleBuildInfo is /api/v1/status/buildinfo. It reports the Prometheus
-// release whose engine is embedded; branch and revision name hourglass.
-func (p *promAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
-	out := []byte(`{"version":`)
-	out = prom.AppendString(out, PromAPIVersion)
-	out = append(out, `,"revision":`...)
-	out = prom.AppendString(out, "hourglass "+p.s.cfg.Version)
-	out = append(out, `,"branch":"hourglass","buildUser":"","buildDate":"","goVersion":`...)
-	out = prom.AppendString(out, runtime.Version())
 	out = append(out, '}')
 	p.respond(w, out, nil, nil)
 }

@@ -291,7 +291,8 @@ func (h *Head) replay(ctx context.Context) error {
 			return nil
 		},
 	}
-	stats, err := wal.Replay(h.opts.WAL, func(segment int, rec []byte) error {
+	prog := newReplayProgress(h.opts.Logger, h.opts.WAL.Dir, time.Now) // hook: replay_progress.go
+	stats, err := wal.Replay(prog.withProgress(h.opts.WAL), func(segment int, rec []byte) error {
 		if segment != seg {
 			seg = segment
 			clear(refs)
@@ -308,6 +309,7 @@ func (h *Head) replay(ctx context.Context) error {
 		return fmt.Errorf("series: replaying the wal: %w", err)
 	}
 	h.m.walCorruptions.Add(float64(stats.Corruptions))
+	prog.finish()
 	// Until a replayed delete has rewritten the store, the store may hold
 	// what it deleted (written again by the replay, or never removed):
 	// serve nothing before.

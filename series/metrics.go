@@ -56,6 +56,7 @@ func newMetrics(r prometheus.Registerer, h *Head) *metrics {
 					return float64(h.log.Size())
 				}),
 		)
+		registerOpsMetrics(r, h) // metrics_ops.go
 	}
 	return m
 }

@@ -57,7 +57,7 @@ func Replay(opts Options, fn func(segment int, rec []byte) error) (ReplayStats, 
 			logger.Warn("wal: segments missing", "dir", dir, "after", segs[i-1], "next", n)
 		}
 		before := stats.Records
-		err := replaySegment(fsys, SegmentPath(dir, n), n, &r, fn, &stats)
+		err := replaySegment(fsys, SegmentPath(dir, n), n, &r, fn, &stats, opts.ReplayProgress)
 		m.recordsReplayed.Add(uint64(stats.Records - before))
 		if err != nil {
 			return stats, err
@@ -80,7 +80,8 @@ func Replay(opts Options, fn func(segment int, rec []byte) error) (ReplayStats, 
 
 // replaySegment reads one segment and, if it is damaged, truncates it; the
 // damage is left in r.err.
-func replaySegment(fsys FS, path string, n int, r *segmentReader, fn func(int, []byte) error, stats *ReplayStats) (err error) {
+func replaySegment(fsys FS, path string, n int, r *segmentReader, fn func(int, []byte) error, stats *ReplayStats,
+	progress func(int, int64, int64)) (err error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return fmt.Errorf("wal: open segment: %w", err)
@@ -100,6 +101,9 @@ func replaySegment(fsys FS, path string, n int, r *segmentReader, fn func(int, [
 		stats.Bytes += int64(len(r.rec))
 		if err := fn(n, r.rec); err != nil {
 			return fmt.Errorf("wal: replay segment %d, record ending at offset %d: %w", n, r.off, err)
+		}
+		if progress != nil {
+			progress(n, r.off, r.size)
 		}
 	}
 	var ce *CorruptionError

@@ -68,6 +68,9 @@ type Options struct {
 	Compress     bool          // compress records with s2 where that makes them smaller
 	Logger       *slog.Logger  // default discards
 	Metrics      *Metrics      // default a fresh one per Log or Replay
+	// ReplayProgress, if set, is called by Replay after each record with
+	// its segment, the offset just past the record and the segment's size.
+	ReplayProgress func(segment int, off, size int64)
 }
 
 func (o Options) withDefaults() (Options, error) {
