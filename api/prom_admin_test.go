@@ -1,9 +1,7 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,16 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"hourglass/ingest"
-	"hourglass/query"
-	"hourglass/rowkey"
-	"hourglass/series"
-	"hourglass/series/wal"
 	"hourglass/store"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // TestSnapshotHandler: the admin switch, the skip_head parameter, the
@@ -71,26 +60,7 @@ type noCheckpointStore struct{ store.Store }
 // TestSnapshotUnsupportedStore: on a store that cannot copy itself the
 // answer is 501, naming Bigtable's backups.
 func TestSnapshotUnsupportedStore(t *testing.T) {
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := series.Open(context.Background(), noCheckpointStore{st}, uid.New(st, layout, uid.Options{}), series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { head.Close(); st.Close() })
-	srv := New(Config{AllowDelete: true, SnapshotDir: filepath.Join(dir, "snapshots")}, head, ingest.NewWriter(head, ingest.Limits{}),
-		query.NewEngine(head, query.Limits{}), prometheus.NewRegistry(), quiet)
-	ps := &promServer{t: t, srv: srv, h: srv.Handler()}
+	ps := newPromServerOver(t, func(st store.Store) store.Store { return noCheckpointStore{st} }, func(c *Config) { c.AllowDelete = true })
 	code, r := ps.api("POST", "/api/v1/admin/tsdb/snapshot", nil)
 	if code != 501 || r.Status != "error" || !strings.Contains(r.Error, "gcloud bigtable backups create") {
 		t.Errorf("snapshot on a store without checkpoints: %d %+v", code, r)

@@ -33,6 +33,7 @@ import (
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
+	"hourglass/store"
 	"hourglass/store/pebble"
 	"hourglass/uid"
 )
@@ -46,6 +47,13 @@ type promServer struct {
 
 func newPromServer(t testing.TB, mod func(*Config)) *promServer {
 	t.Helper()
+	return newPromServerOver(t, nil, mod)
+}
+
+// newPromServerOver is newPromServer with the head over wrap(store), when
+// wrap is not nil.
+func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod func(*Config)) *promServer {
+	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
 	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
@@ -56,7 +64,11 @@ func newPromServer(t testing.TB, mod func(*Config)) *promServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+	var hst store.Store = st
+	if wrap != nil {
+		hst = wrap(st)
+	}
+	head, err := series.Open(context.Background(), hst, uid.New(st, layout, uid.Options{}), series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -66,7 +78,7 @@ func newPromServer(t testing.TB, mod func(*Config)) *promServer {
 		head.Close()
 		st.Close()
 	})
-	cfg := Config{}
+	cfg := Config{SnapshotDir: filepath.Join(dir, "snapshots")}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -168,14 +168,4 @@ func linkOrCopy(src, dst string) (int64, error) {
 	return n, err
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return wal.OSFS{}.SyncDir(dir) }
