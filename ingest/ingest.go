@@ -5,13 +5,13 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"hourglass/chunk"
+	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
 	"hourglass/series"
 )
@@ -37,8 +37,9 @@ func (l Limits) withDefaults() Limits {
 const MaxTimestamp = int64(1<<32-1)*1000 + 999
 
 // ErrInvalid wraps every error that rejects a point for what it is; the edge
-// maps it to 400. Other errors are the storage's and map to 5xx.
-var ErrInvalid = errors.New("invalid point")
+// maps it to 400 (it is in the class errclass.ErrInvalid). Other errors are
+// the storage's and map to 5xx.
+var ErrInvalid = errclass.New(errclass.ErrInvalid, "invalid point")
 
 // Writer appends batches of points to a head. It is safe for concurrent use.
 type Writer struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/errclass"
 	"hourglass/rowkey"
 	"hourglass/series/wal"
 	"hourglass/store"
@@ -202,8 +203,10 @@ type Sample struct {
 	V      chunk.Value
 }
 
-// ErrClosed is returned by appends after Close.
-var ErrClosed = errors.New("series: head is closed")
+// ErrClosed is returned by appends after Close; it is in the class
+// errclass.ErrUnavailable (another node, or this one restarted, may take the
+// write).
+var ErrClosed = errclass.New(errclass.ErrUnavailable, "series: head is closed")
 
 // Open replays the WAL in opts.WAL.Dir into a new head over st and starts its
 // background work. uids resolves names to UIDs.

@@ -2,13 +2,14 @@ package series
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"strings"
 	"sync"
 	"time"
+
+	"hourglass/internal/errclass"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -32,8 +33,9 @@ type SeriesLimits struct {
 	MaxNewSeriesPerRequest int
 }
 
-// ErrSeriesLimit is wrapped by every refusal of a new series over a limit.
-var ErrSeriesLimit = errors.New("series limit reached")
+// ErrSeriesLimit is wrapped by every refusal of a new series over a limit;
+// it is in the class errclass.ErrInvalid.
+var ErrSeriesLimit = errclass.New(errclass.ErrInvalid, "series limit reached")
 
 // SeriesLimitError names the limit that refused a new series, by its flag.
 type SeriesLimitError struct {

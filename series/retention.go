@@ -2,11 +2,11 @@ package series
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"hourglass/internal/errclass"
 	"hourglass/rowkey"
 	"hourglass/store"
 )
@@ -17,8 +17,9 @@ import (
 // they held, and the series left with no day at all. Points older than the
 // retention are refused at the door, so the head never writes such rows back.
 
-// ErrOutOfRetention is the error of a point older than the retention.
-var ErrOutOfRetention = errors.New("point older than the retention period")
+// ErrOutOfRetention is the error of a point older than the retention; it is
+// in the class errclass.ErrInvalid.
+var ErrOutOfRetention = errclass.New(errclass.ErrInvalid, "point older than the retention period")
 
 // retentionCutoff returns the first hour (ms) the retention keeps at now.
 func (h *Head) retentionCutoff(now time.Time) int64 {

@@ -9,8 +9,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strconv"
+
+	"hourglass/internal/errclass"
 )
 
 // Table names one of the tables of an hourglass data set.
@@ -94,13 +95,14 @@ func PrefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// ErrClosed is returned by every operation on a closed store.
-var ErrClosed = errors.New("store: closed")
+// ErrClosed is returned by every operation on a closed store; it is in the
+// class errclass.ErrUnavailable.
+var ErrClosed = errclass.New(errclass.ErrUnavailable, "store: closed")
 
 // ErrUnavailable wraps errors that mean the store cannot be reached now and
-// the operation may succeed if retried (a Bigtable outage, say). The edge maps
-// it to 503.
-var ErrUnavailable = errors.New("store: unavailable")
+// the operation may succeed if retried (a Bigtable outage, say); it is in the
+// class errclass.ErrUnavailable, which the edge maps to 503.
+var ErrUnavailable = errclass.New(errclass.ErrUnavailable, "store: unavailable")
 
 // Store is the ordered key-value store. Implementations are safe for
 // concurrent use.

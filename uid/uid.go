@@ -25,6 +25,7 @@ import (
 
 	"github.com/VictoriaMetrics/fastcache"
 
+	"hourglass/internal/errclass"
 	"hourglass/rowkey"
 	"hourglass/store"
 )
@@ -69,16 +70,19 @@ func ParseKind(s string) (Kind, error) {
 }
 
 var (
+	// The errors below are in the class errclass.ErrInvalid: they answer
+	// what a client asked for.
+
 	// ErrNoSuchName is returned by lookups of a name that has no UID.
-	ErrNoSuchName = errors.New("no such name")
+	ErrNoSuchName = errclass.New(errclass.ErrInvalid, "no such name")
 	// ErrNoSuchUID is returned by lookups of a UID that has no name.
-	ErrNoSuchUID = errors.New("no such uid")
+	ErrNoSuchUID = errclass.New(errclass.ErrInvalid, "no such uid")
 	// ErrFull is returned when every UID of a name space is assigned.
-	ErrFull = errors.New("all unique IDs are already assigned")
+	ErrFull = errclass.New(errclass.ErrInvalid, "all unique IDs are already assigned")
 	// ErrBadKind is returned for an unknown name space.
-	ErrBadKind = errors.New("unknown uid type")
+	ErrBadKind = errclass.New(errclass.ErrInvalid, "unknown uid type")
 	// ErrExists is returned when renaming to a name that already has a UID.
-	ErrExists = errors.New("name already exists")
+	ErrExists = errclass.New(errclass.ErrInvalid, "name already exists")
 )
 
 // NoSuchNameError names the kind and the name that has no UID, in
