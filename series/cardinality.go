@@ -45,11 +45,15 @@ func (h *Head) Cardinality(limit int) CardinalityStats {
 
 func (ix *Index) cardinality(limit int) CardinalityStats {
 	type pair struct{ name, value string }
-	pairs := map[pair]uint64{}
 	values := map[string]uint64{} // distinct values per label name
 	memory := map[string]uint64{}
 	metrics := newTopK(limit)
 	ix.mu.RLock()
+	size := len(ix.metrics)
+	for _, mi := range ix.metrics {
+		size += len(mi.postings)
+	}
+	pairs := make(map[pair]uint64, size) // at most this many: the map never grows
 	st := CardinalityStats{NumSeries: uint64(ix.count)}
 	for m, mi := range ix.metrics {
 		n := uint64(len(mi.series))
@@ -77,7 +81,9 @@ func (ix *Index) cardinality(limit int) CardinalityStats {
 	st.SeriesCountByMetricName = metrics.sorted()
 	top := newTopK(limit)
 	for p, n := range pairs {
-		top.push(Stat{p.name + "=" + p.value, n})
+		if top.wants(n) { // the name is made only for a pair that may be kept
+			top.push(Stat{p.name + "=" + p.value, n})
+		}
 	}
 	st.SeriesCountByLabelValuePair = top.sorted()
 	st.LabelValueCountByLabelName = topOf(values, limit)
@@ -139,6 +145,12 @@ func less(a, b Stat) bool {
 		return a.Value < b.Value
 	}
 	return a.Name > b.Name
+}
+
+// wants reports whether a stat of count n may be kept: the heap is not
+// full, or n is at least its smallest count (a tie is settled by name).
+func (t *topK) wants(n uint64) bool {
+	return t.limit > 0 && (len(t.h) < t.limit || n >= t.h[0].Value)
 }
 
 func (t *topK) push(s Stat) {
