@@ -17,10 +17,18 @@ import (
 // operator would (cp -a) and starts a second binary on the copy: every
 // point acknowledged before the call is there, every point there was sent,
 // and no point of a batch begun after the call returned is there.
+// With -wal-fsync=interval a point is acknowledged once written to the OS,
+// before its fsync: the snapshot's links see it all the same.
 func TestSnapshotRestore(t *testing.T) {
+	for _, mode := range []string{"always", "interval"} {
+		t.Run("wal-fsync="+mode, func(t *testing.T) { snapshotRestore(t, mode) })
+	}
+}
+
+func snapshotRestore(t *testing.T, fsync string) {
 	dataDir := t.TempDir()
 	// Small WAL segments: truncation runs while the snapshot links them.
-	s := start(t, dataDir, "-allow-delete", "-wal-segment-size", "65536", "-wal-max-bytes", "262144")
+	s := start(t, dataDir, "-allow-delete", "-wal-segment-size", "65536", "-wal-max-bytes", "262144", "-wal-fsync", fsync)
 	if code, body := s.do("POST", "/api/v1/admin/tsdb/snapshot", "", nil); code != 200 {
 		t.Fatalf("snapshot of an empty store: %d %s", code, body)
 	}
