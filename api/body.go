@@ -5,47 +5,18 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"hourglass/api/dialect"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// errBodyTooLarge is returned by readBody when a limit is exceeded; the
-// handler answers 413.
-type errBodyTooLarge struct {
-	what  string
-	limit int64
-}
-
-func (e *errBodyTooLarge) Error() string {
-	return fmt.Sprintf("request body %s is larger than the limit of %d bytes", e.what, e.limit)
-}
-
-// pooledBufMax is the largest buffer bufPool keeps: a buffer grown for one
-// large body is dropped, not kept for ever by the pool.
-const pooledBufMax = 4 << 20
-
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func getBuf() *bytes.Buffer {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	return b
-}
-
-func putBuf(b *bytes.Buffer) {
-	if b.Cap() <= pooledBufMax {
-		bufPool.Put(b)
-	}
-}
-
 // readBody reads the request body into buf, decompressing gzip, zstd or
 // snappy (block) by Content-Encoding, within the configured limits and the
-// server's decoding budget (errDecodeBusy when it is spent). An unsupported
-// encoding is errUnsupportedEncoding.
+// server's decoding budget (dialect.ErrDecodeBusy when it is spent). An unsupported
+// encoding is dialect.ErrUnsupportedEncoding.
 func (s *Server) readBody(r *http.Request, buf *bytes.Buffer) error {
 	res := s.decoding.reservation()
 	defer res.release()
@@ -54,35 +25,35 @@ func (s *Server) readBody(r *http.Request, buf *bytes.Buffer) error {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
-		return readGrowing(raw, buf, limit, errTooLargeAsSent, res)
+		return readGrowing(raw, buf, limit, dialect.ErrTooLargeAsSent, res)
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(raw)
 		if err != nil {
-			return fmt.Errorf("%w: gzip: %v", errBadEncoding, err)
+			return fmt.Errorf("%w: gzip: %v", dialect.ErrBadEncoding, err)
 		}
 		return s.readDecoded(zr, buf, res)
 	case "zstd":
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(s.cfg.MaxDecodedBytes)))
 		if err != nil {
-			return fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
+			return fmt.Errorf("%w: zstd: %v", dialect.ErrBadEncoding, err)
 		}
 		defer zr.Close()
 		return s.readDecoded(zr, buf, res)
 	case "snappy":
 		return s.readSnappy(raw, buf, s.cfg.MaxDecodedBytes, res)
 	}
-	return fmt.Errorf("%w %q", errUnsupportedEncoding, enc)
+	return fmt.Errorf("%w %q", dialect.ErrUnsupportedEncoding, enc)
 }
 
 func (s *Server) readDecoded(rd io.Reader, buf *bytes.Buffer, res *reservation) error {
-	tooLarge := &errBodyTooLarge{"once decompressed", s.cfg.MaxDecodedBytes}
+	tooLarge := &dialect.BodyTooLargeError{What: "once decompressed", Limit: s.cfg.MaxDecodedBytes}
 	err := readGrowing(rd, buf, s.cfg.MaxDecodedBytes, tooLarge, res)
 	if err != nil {
-		var tl *errBodyTooLarge
-		if errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errDecodeBusy) {
+		var tl *dialect.BodyTooLargeError
+		if errors.As(err, &tl) || errors.Is(err, dialect.ErrTooLargeAsSent) || errors.Is(err, dialect.ErrDecodeBusy) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", errBadEncoding, err)
+		return fmt.Errorf("%w: %v", dialect.ErrBadEncoding, err)
 	}
 	return nil
 }
@@ -98,7 +69,7 @@ const (
 )
 
 // readGrowing reads rd to its end into buf (appending), failing with
-// tooLarge past limit bytes and with errDecodeBusy when res cannot grow.
+// tooLarge past limit bytes and with dialect.ErrDecodeBusy when res cannot grow.
 func readGrowing(rd io.Reader, buf *bytes.Buffer, limit int64, tooLarge error, res *reservation) error {
 	total := int64(buf.Len())
 	start := total
@@ -122,7 +93,7 @@ func readGrowing(rd io.Reader, buf *bytes.Buffer, limit int64, tooLarge error, r
 	size := firstChunk
 	for {
 		if !res.grow(int64(size)) {
-			return errDecodeBusy
+			return dialect.ErrDecodeBusy
 		}
 		c := make([]byte, size)
 		n, err := io.ReadFull(rd, c)
@@ -141,7 +112,7 @@ func readGrowing(rd io.Reader, buf *bytes.Buffer, limit int64, tooLarge error, r
 	}
 	rest := int(total) - buf.Len()
 	if !res.grow(int64(buf.Len() + rest)) {
-		return errDecodeBusy
+		return dialect.ErrDecodeBusy
 	}
 	buf.Grow(rest)
 	for _, c := range chunks {
@@ -162,7 +133,7 @@ func (l *strictLimitReader) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := l.r.Read(one[:])
 		if n > 0 {
-			return 0, errTooLargeAsSent
+			return 0, dialect.ErrTooLargeAsSent
 		}
 		return 0, err
 	}
@@ -174,30 +145,22 @@ func (l *strictLimitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var (
-	errBadEncoding         = errors.New("the request body does not decompress")
-	errUnsupportedEncoding = errors.New("unsupported Content-Encoding")
-)
-
-// errTooLargeAsSent marks a body over MaxBodyBytes; bodyError fills in the limit.
-var errTooLargeAsSent = errors.New("request body too large")
-
 // bodyError turns a readBody error into the status and message of a reply.
 func (s *Server) bodyError(err error) (int, string) {
-	var tl *errBodyTooLarge
+	var tl *dialect.BodyTooLargeError
 	var cl *errClaimTooLarge
 	switch {
 	case errors.As(err, &cl):
 		return http.StatusRequestEntityTooLarge, cl.Error()
-	case errors.Is(err, errTooLargeAsSent):
-		return http.StatusRequestEntityTooLarge, (&errBodyTooLarge{"as sent", s.cfg.MaxBodyBytes}).Error()
+	case errors.Is(err, dialect.ErrTooLargeAsSent):
+		return http.StatusRequestEntityTooLarge, (&dialect.BodyTooLargeError{What: "as sent", Limit: s.cfg.MaxBodyBytes}).Error()
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge, tl.Error()
-	case errors.Is(err, errDecodeBusy):
+	case errors.Is(err, dialect.ErrDecodeBusy):
 		return http.StatusServiceUnavailable, fmt.Sprintf("%v (-max-decoding-bytes, %d bytes): retry later", err, s.cfg.MaxDecodingBytes)
-	case errors.Is(err, errUnsupportedEncoding):
+	case errors.Is(err, dialect.ErrUnsupportedEncoding):
 		return http.StatusUnsupportedMediaType, err.Error()
-	case errors.Is(err, errBadEncoding):
+	case errors.Is(err, dialect.ErrBadEncoding):
 		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusBadRequest, "reading the request body: " + err.Error()

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"errors"
+	"hourglass/api/dialect"
 	"testing"
 
 	"github.com/golang/snappy"
@@ -43,7 +44,7 @@ func FuzzReadSnappy(f *testing.F) {
 			if n, derr := snappy.DecodedLen(body); derr == nil && n <= maxDecoded {
 				t.Fatalf("a claim of %d refused: %v", n, err)
 			}
-		case errors.Is(err, errBadEncoding):
+		case errors.Is(err, dialect.ErrBadEncoding):
 			// snappy itself is asked only about claims it can afford.
 			if n, derr := snappy.DecodedLen(body); derr == nil && n <= maxDecoded {
 				if _, derr := snappy.Decode(nil, body); derr == nil {

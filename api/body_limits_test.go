@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"hourglass/api/dialect"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,9 +101,9 @@ func TestGzipBombCostsTheLimit(t *testing.T) {
 			t.Fatalf("%d bytes still reserved after the request", got)
 		}
 	}
-	buf := getBuf()
-	buf.Grow(pooledBufMax + 1)
-	putBuf(buf) // dropped: nothing to observe but that it does not panic
+	buf := dialect.GetBuf()
+	buf.Grow(4<<20 + 1) // past the pool's largest (dialect.pooledBufMax)
+	dialect.PutBuf(buf) // dropped: nothing to observe but that it does not panic
 }
 
 // TestReadGrowing reads bodies of every size around the chunk bounds intact.
@@ -117,15 +118,15 @@ func TestReadGrowing(t *testing.T) {
 			var buf bytes.Buffer
 			buf.Grow(pooled)
 			res := b.reservation()
-			if err := readGrowing(io.LimitReader(bytes.NewReader(src), int64(n)), &buf, int64(n), errTooLargeAsSent, res); err != nil {
+			if err := readGrowing(io.LimitReader(bytes.NewReader(src), int64(n)), &buf, int64(n), dialect.ErrTooLargeAsSent, res); err != nil {
 				t.Fatal(n, pooled, err)
 			}
 			if !bytes.Equal(buf.Bytes(), src) {
 				t.Fatalf("%d bytes (pooled %d): read back differs", n, pooled)
 			}
 			res.release()
-			err := readGrowing(bytes.NewReader(append(src, 1)), new(bytes.Buffer), int64(n), errTooLargeAsSent, b.reservation())
-			if !errors.Is(err, errTooLargeAsSent) {
+			err := readGrowing(bytes.NewReader(append(src, 1)), new(bytes.Buffer), int64(n), dialect.ErrTooLargeAsSent, b.reservation())
+			if !errors.Is(err, dialect.ErrTooLargeAsSent) {
 				t.Fatalf("%d+1 bytes over a limit of %d: %v", n, n, err)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"hourglass/api/opentsdbhttp"
 	"hourglass/api/prom"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) versionInfo() map[string]string {
 	b := readBuildInfo()
 	v := map[string]string{
 		"version": s.cfg.Version, "short_revision": b.Revision[:min(7, len(b.Revision))], "full_revision": b.Revision,
-		"timestamp": "", "repo_status": "UNKNOWN", "user": "", "host": otsHostname(), "repo": b.Module, "branch": "",
+		"timestamp": "", "repo_status": "UNKNOWN", "user": "", "host": opentsdbhttp.Hostname(), "repo": b.Module, "branch": "",
 	}
 	if !b.Time.IsZero() {
 		v["timestamp"] = strconv.FormatInt(b.Time.Unix(), 10)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hourglass/api/dialect"
 	"io"
 	"runtime/debug"
 	"sync"
@@ -14,15 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// errDecodeBusy says the server's decoding budget (-max-decoding-bytes) is
-// spent by other requests: 503 (OpenTSDB) or 429 (remote write), with
-// Retry-After.
-var errDecodeBusy = errors.New("too many request bytes being decoded at once")
-
 // decodeBudget bounds the bytes that request bodies being read and decoded
 // hold at once, over every request: each body reserves what it allocates as
 // it arrives and gives it back when its handler is done reading it. A
-// request is refused (errDecodeBusy) when it would take the total past max,
+// request is refused (dialect.ErrDecodeBusy) when it would take the total past max,
 // unless it is alone, so no body within the per-request limits is refused
 // for ever. Safe for concurrent use.
 type decodeBudget struct {
@@ -125,20 +121,20 @@ const snappyMaxExpansion = 22 // ≥ 64/3
 func readSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res *reservation, admit func(sent, decoded int64) error) error {
 	claim, hdr, err := readUvarint(rd)
 	if err != nil {
-		return fmt.Errorf("%w: snappy: %v", errBadEncoding, err)
+		return fmt.Errorf("%w: snappy: %v", dialect.ErrBadEncoding, err)
 	}
 	if claim > uint64(maxDecoded) {
 		return &errClaimTooLarge{claim: claim, limit: maxDecoded}
 	}
-	comp := getBuf()
-	defer putBuf(comp)
+	comp := dialect.GetBuf()
+	defer dialect.PutBuf(comp)
 	comp.Write(hdr)
-	if err := readGrowing(rd, comp, maxSent, errTooLargeAsSent, res); err != nil {
+	if err := readGrowing(rd, comp, maxSent, dialect.ErrTooLargeAsSent, res); err != nil {
 		return err
 	}
 	if most := uint64(comp.Len()-len(hdr)) * snappyMaxExpansion; claim > most {
 		return fmt.Errorf("%w: snappy: the header claims %d bytes, more than %d compressed bytes can hold",
-			errBadEncoding, claim, comp.Len())
+			dialect.ErrBadEncoding, claim, comp.Len())
 	}
 	if admit != nil {
 		if err := admit(int64(comp.Len()), int64(claim)); err != nil {
@@ -146,12 +142,12 @@ func readSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res 
 		}
 	}
 	if !res.grow(int64(claim)) {
-		return errDecodeBusy
+		return dialect.ErrDecodeBusy
 	}
 	buf.Grow(int(claim))
 	out, err := snappy.Decode(buf.AvailableBuffer()[:claim], comp.Bytes())
 	if err != nil {
-		return fmt.Errorf("%w: snappy: %v", errBadEncoding, err)
+		return fmt.Errorf("%w: snappy: %v", dialect.ErrBadEncoding, err)
 	}
 	buf.Write(out)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 
+	"hourglass/api/dialect"
 	"hourglass/api/prom"
 	"hourglass/query"
 	"hourglass/series"
@@ -77,8 +78,8 @@ func (p *promAPI) invalidParam(w http.ResponseWriter, name string, err error) {
 
 // respond writes a success envelope around data (JSON already).
 func (p *promAPI) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
-	buf := getBuf()
-	defer putBuf(buf)
+	buf := dialect.GetBuf()
+	defer dialect.PutBuf(buf)
 	out := prom.AppendSuccessStart(buf.AvailableBuffer())
 	out = append(out, data...)
 	out = prom.AppendSuccessEnd(out, warnings, infos)
@@ -328,8 +329,8 @@ func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promq
 		}
 	}
 	warn, info := warnings.AsStrings(qs, 10, 10)
-	buf := getBuf()
-	defer putBuf(buf)
+	buf := dialect.GetBuf()
+	defer dialect.PutBuf(buf)
 	p.respond(w, prom.AppendQueryData(buf.AvailableBuffer(), res.Value), warn, info)
 }
 
@@ -497,8 +498,8 @@ func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
 		all = all[:limit]
 		warnings = warnings.Add(errors.New("results truncated due to limit"))
 	}
-	buf := getBuf()
-	defer putBuf(buf)
+	buf := dialect.GetBuf()
+	defer dialect.PutBuf(buf)
 	out := append(buf.AvailableBuffer(), '[')
 	for i, l := range all {
 		if i > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 
+	"hourglass/api/dialect"
 	"hourglass/api/prom"
 	"hourglass/internal/quote"
 	"hourglass/query"
@@ -33,17 +34,17 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 	res := p.s.decoding.reservation()
 	defer res.release()
-	body := getBuf()
-	defer putBuf(body)
+	body := dialect.GetBuf()
+	defer dialect.PutBuf(body)
 	limit := p.cfg.ReadMaxDecodedBytes
 	if err := readSnappy(&strictLimitReader{r: r.Body, left: limit}, body, limit, limit, res, nil); err != nil {
 		code, msg := p.s.bodyError(err)
 		switch {
-		case errors.Is(err, errTooLargeAsSent):
-			msg = (&errBodyTooLarge{"as sent", limit}).Error()
-		case errors.Is(err, errDecodeBusy):
+		case errors.Is(err, dialect.ErrTooLargeAsSent):
+			msg = (&dialect.BodyTooLargeError{What: "as sent", Limit: limit}).Error()
+		case errors.Is(err, dialect.ErrDecodeBusy):
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
-		case errors.Is(err, errBadEncoding):
+		case errors.Is(err, dialect.ErrBadEncoding):
 			msg = "the body is not snappy (block format): " + err.Error()
 		}
 		http.Error(w, msg, code)
@@ -102,8 +103,8 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 			}
 			resp.EndQuery()
 		}
-		out := getBuf()
-		defer putBuf(out)
+		out := dialect.GetBuf()
+		defer dialect.PutBuf(out)
 		body := resp.AppendSnappy(out.AvailableBuffer())
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Header().Set("Content-Encoding", "snappy")

@@ -133,7 +133,7 @@ func (p *promAPI) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	s := p.s
-	s.timed("query", s.openTSDBHTTP(allow(s.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete)))(w, r)
+	s.timed("query", s.ots.QueryHandler())(w, r)
 }
 
 func promIsForm(r *http.Request) bool {

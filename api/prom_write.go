@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"hourglass/api/dialect"
 	"hourglass/api/prom"
 	"hourglass/chunk"
 	"hourglass/ingest"
@@ -94,7 +95,7 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	// the decoded size, that too.
 	maxSent := p.s.cfg.MaxBodyBytes
 	if r.ContentLength > maxSent {
-		p.writeReply(w, o, http.StatusRequestEntityTooLarge, (&errBodyTooLarge{"as sent", maxSent}).Error())
+		p.writeReply(w, o, http.StatusRequestEntityTooLarge, (&dialect.BodyTooLargeError{What: "as sent", Limit: maxSent}).Error())
 		return
 	}
 	reserve := r.ContentLength
@@ -113,8 +114,8 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	// allocated; the decoded bytes come from the server's decoding budget.
 	res := p.s.decoding.reservation()
 	defer res.release()
-	body := getBuf()
-	defer putBuf(body)
+	body := dialect.GetBuf()
+	defer dialect.PutBuf(body)
 	errShed := errors.New("too many remote-write bytes in flight; retry later")
 	err = readSnappy(&strictLimitReader{r: r.Body, left: maxSent}, body, maxSent, p.cfg.WriteMaxDecodedBytes, res,
 		func(sent, decoded int64) error {
@@ -128,9 +129,9 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, errShed):
 			code, m = http.StatusTooManyRequests, err.Error()
-		case errors.Is(err, errDecodeBusy):
+		case errors.Is(err, dialect.ErrDecodeBusy):
 			code = http.StatusTooManyRequests
-		case errors.Is(err, errBadEncoding):
+		case errors.Is(err, dialect.ErrBadEncoding):
 			m = "the body is not snappy (block format): " + err.Error()
 		}
 		p.writeReply(w, o, code, m)

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"hourglass/api/auth"
+	"hourglass/api/opentsdbhttp"
 	"hourglass/api/prom"
 	"hourglass/web"
 )
@@ -165,6 +166,6 @@ func denyAuth(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	case tpl == "/api/v1/write" || tpl == "/api/v1/read" || !strings.HasPrefix(r.URL.Path, "/api/"):
 		http.Error(w, msg, code)
 	default:
-		writeOpenTSDBError(w, code, msg, "")
+		opentsdbhttp.WriteError(w, code, msg, "")
 	}
 }

@@ -7,7 +7,6 @@ package api
 import (
 	"bufio"
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"hourglass/api/auth"
+	"hourglass/api/opentsdbhttp"
 	"hourglass/ingest"
+	"hourglass/meta"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/web"
@@ -87,6 +88,20 @@ type Config struct {
 	Conn ConnConfig
 }
 
+// openTSDB is the OpenTSDB dialect's part of the configuration.
+func (c *Config) openTSDB(saltBuckets int) opentsdbhttp.Config {
+	return opentsdbhttp.Config{
+		MaxBodyBytes: c.MaxBodyBytes, MaxDecodedBytes: c.MaxDecodedBytes,
+		TelnetMaxLine: c.TelnetMaxLine, TelnetIdleTimeout: c.Conn.TelnetIdleTimeout,
+		QueryTimeout: c.QueryTimeout, Version: c.Version,
+		PutStreamBytes: c.PutStreamBytes, PutMaxBytes: c.PutMaxBytes, PutMaxErrors: c.PutMaxErrors,
+		LookupMaxResults: c.LookupMaxResults, SuggestMaxResults: c.SuggestMaxResults,
+		MaxAnnotations: c.MaxAnnotations, LastMaxSeries: c.LastMaxSeries, QueryLogSize: c.QueryLogSize,
+		CORSDomains: c.CORSDomains, CORSHeaders: c.CORSHeaders,
+		SkipUnresolvedTagVs: c.SkipUnresolvedTagVs, AllowDelete: c.AllowDelete, SaltBuckets: saltBuckets,
+	}
+}
+
 func (c *Config) fill() {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 64 << 20
@@ -151,10 +166,7 @@ type Server struct {
 
 	decoding *decodeBudget // decode_budget.go
 
-	puts    sync.Pool
-	putOnce sync.Once
-
-	ots *openTSDB // the OpenTSDB dialect's own state (opentsdb_routes.go)
+	ots *opentsdbhttp.Handler // the OpenTSDB dialect (api/opentsdbhttp)
 
 	mu      sync.Mutex
 	http    *http.Server
@@ -180,6 +192,10 @@ func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Eng
 	s.auth = cfg.Conn.Auth
 	s.rejects = newRejectLog(reg, log)
 	s.decoding = newDecodeBudget(cfg.MaxDecodingBytes, reg)
+	s.ots = opentsdbhttp.New(cfg.openTSDB(head.Layout().SaltBuckets), opentsdbhttp.Deps{
+		Writer: writer, Querier: engine, UIDs: head.UIDs(), Index: head.Index(), Deleter: head,
+		Head: head, Meta: meta.New(head.Store()),
+	}, s, reg, log)
 	s.router = s.routes()
 	return s
 }
@@ -195,7 +211,7 @@ func (s *Server) routes() *mux.Router {
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	}
 	s.promRoutes(r)
-	s.openTSDBRoutes(r)
+	s.ots.Routes(r)
 	s.statusRoutes(r)
 	web.Register(r)
 	if s.cfg.Conn.DebugPprof {
@@ -296,10 +312,8 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-var errLineTooLong = errors.New("line too long")
-
 // readLine reads one line of at most max bytes, without its end of line.
-// A longer line is consumed whole and reported as errLineTooLong.
+// A longer line is consumed whole and reported as opentsdbhttp.ErrLineTooLong.
 func readLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 	buf = buf[:0]
 	tooLong := false
@@ -322,11 +336,11 @@ func readLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 		if tooLong {
-			return buf, errLineTooLong
+			return buf, opentsdbhttp.ErrLineTooLong
 		}
 		buf = trimEOL(buf)
 		if len(buf) > max {
-			return buf, errLineTooLong
+			return buf, opentsdbhttp.ErrLineTooLong
 		}
 		return buf, nil
 	}

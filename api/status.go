@@ -1,6 +1,7 @@
 package api
 
 import (
+	"hourglass/api/opentsdbhttp"
 	"net/http"
 	"time"
 
@@ -38,7 +39,7 @@ type statusReply struct {
 type diskUser interface{ DiskUsage() uint64 }
 
 func (s *Server) statusRoutes(r *mux.Router) {
-	r.HandleFunc("/api/status", s.timed("status", allow(s.handleStatus, http.MethodGet, http.MethodHead)))
+	r.HandleFunc("/api/status", s.timed("status", opentsdbhttp.Allow(s.handleStatus, http.MethodGet, http.MethodHead)))
 }
 
 // handleStatus is /api/status.
@@ -63,7 +64,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		rep.StoreBytes = &n
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeOTSJSON(w, http.StatusOK, rep)
+	opentsdbhttp.WriteJSON(w, http.StatusOK, rep)
 }
 
 // pointTotals sums hourglass_points_received_total over the dialects:

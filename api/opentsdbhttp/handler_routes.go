@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"compress/gzip"
@@ -13,14 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"hourglass/api/opentsdb"
-	"hourglass/meta"
 )
-
-// openTSDB is the OpenTSDB dialect's state beside the Server's.
-type openTSDB struct {
-	meta    *meta.Store
-	queries *queryLog
-}
 
 // openTSDBEndpoint is one endpoint of the OpenTSDB HTTP API: its path after
 // /api/ (and /api/v1/), the verbs it takes and its handler.
@@ -30,11 +23,10 @@ type openTSDBEndpoint struct {
 	h       http.HandlerFunc
 }
 
-// openTSDBRoutes registers the OpenTSDB HTTP API at /api/<x> and /api/v1/<x>
+// Routes registers the OpenTSDB HTTP API at /api/<x> and /api/v1/<x>
 // (except /api/v1/query, which the Prometheus dialect owns and hands to
 // handleQuery when the request is not PromQL).
-func (s *Server) openTSDBRoutes(r *mux.Router) {
-	s.ots = &openTSDB{meta: meta.New(s.head.Store()), queries: newQueryLog(s.cfg.QueryLogSize)}
+func (s *Handler) Routes(r *mux.Router) {
 	eps := []openTSDBEndpoint{
 		{"put", []string{http.MethodPost}, s.handlePut},
 		{"query", []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.handleQuery},
@@ -71,9 +63,9 @@ func (s *Server) openTSDBRoutes(r *mux.Router) {
 		name = strings.ReplaceAll(name, "{sub}", "other")
 		h := ep.h
 		if ep.methods != nil {
-			h = allow(h, ep.methods...)
+			h = Allow(h, ep.methods...)
 		}
-		h = s.timed(name, s.openTSDBHTTP(h))
+		h = s.host.Timed(name, s.openTSDBHTTP(h))
 		r.HandleFunc("/api/"+ep.path, h)
 		if ep.path != "query" {
 			r.HandleFunc("/api/v1/"+ep.path, h)
@@ -83,7 +75,7 @@ func (s *Server) openTSDBRoutes(r *mux.Router) {
 
 // openTSDBHTTP wraps an OpenTSDB handler with what every endpoint of the
 // dialect shares: CORS, ?method_override on a GET, ?jsonp and gzipped replies.
-func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
+func (s *Handler) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.cors(w, r) {
 			return
@@ -95,10 +87,10 @@ func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 			case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
 				r.Method = m
 			case "":
-				writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Missing method override value", "")
+				WriteError(w, http.StatusMethodNotAllowed, "Missing method override value", "")
 				return
 			default:
-				writeOpenTSDBError(w, http.StatusMethodNotAllowed, "Unknown or unsupported method override value", "")
+				WriteError(w, http.StatusMethodNotAllowed, "Unknown or unsupported method override value", "")
 				return
 			}
 		}
@@ -108,7 +100,7 @@ func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 				jsonp = fn[len(fn)-1]
 			}
 			if !validJSONP(jsonp) {
-				writeOpenTSDBError(w, http.StatusBadRequest, "Invalid jsonp callback name: "+jsonp,
+				WriteError(w, http.StatusBadRequest, "Invalid jsonp callback name: "+jsonp,
 					"the name may hold letters, digits, '_', '$' and '.'")
 				return
 			}
@@ -130,7 +122,7 @@ func (s *Server) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 
 // cors applies the configured CORS policy, as OpenTSDB's RpcHandler does,
 // and reports whether the request goes on to its handler.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+func (s *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	domains := strings.TrimSpace(s.cfg.CORSDomains)
 	origin := r.Header.Get("Origin")
 	if domains == "" || origin == "" {
@@ -145,7 +137,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if !allowed {
 		// OpenTSDB answers 200 with an error body.
-		writeOpenTSDBError(w, http.StatusOK, "CORS domain not allowed", "The domain ["+origin+"] is not permitted access")
+		WriteError(w, http.StatusOK, "CORS domain not allowed", "The domain ["+origin+"] is not permitted access")
 		return false
 	}
 	h := w.Header()
@@ -308,51 +300,15 @@ func (g *otsGzipWriter) finish() {
 }
 
 // notImplemented answers the OpenTSDB endpoints hourglass does not have.
-func (s *Server) notImplemented(w http.ResponseWriter, r *http.Request) {
-	writeOpenTSDBError(w, http.StatusNotImplemented, "Not implemented by hourglass: "+r.URL.Path,
+func (s *Handler) notImplemented(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, http.StatusNotImplemented, "Not implemented by hourglass: "+r.URL.Path,
 		"see docs/opentsdb-compatibility.md")
-}
-
-// timed counts and times a route.
-func (s *Server) timed(route string, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h(sw, r)
-		if sw.code >= 400 {
-			s.rejects.rejected(route, r, sw.code, sw.reply.message())
-		}
-		s.m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
-		s.m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	}
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code  int
-	reply replyCapture // the start of an error reply, for the log
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	w.reply.capture(w.Header(), w.code, p)
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.code = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 func goVersion() string { return runtime.Version() }
 
 // statsLines are hourglass's own figures as OpenTSDB's telnet stats prints them.
-func (s *Server) statsLines(now time.Time) []string {
+func (s *Handler) statsLines(now time.Time) []string {
 	var out []string
 	for _, st := range s.stats(now) {
 		var b strings.Builder
@@ -363,4 +319,10 @@ func (s *Server) statsLines(now time.Time) []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// QueryHandler is /api/query as OpenTSDB serves it, for the route the
+// Prometheus dialect shares (/api/v1/query without a PromQL query).
+func (s *Handler) QueryHandler() http.HandlerFunc {
+	return s.openTSDBHTTP(Allow(s.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete))
 }

@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // annotationTSUID decodes an annotation's TSUID ("" is a global one).
-func (s *Server) annotationTSUID(text string) ([]byte, error) {
+func (s *Handler) annotationTSUID(text string) ([]byte, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -23,7 +23,7 @@ func (s *Server) annotationTSUID(text string) ([]byte, error) {
 // annotation (/api/annotations: the global ones in a range), POST merges,
 // PUT replaces, DELETE deletes. The request is the JSON body, or the query
 // string (start_time, end_time, tsuid, description, notes) without one.
-func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
 	var req *opentsdb.AnnotationRequest
@@ -54,31 +54,31 @@ func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 			if req.EndTime != 0 {
 				end = meta.TimestampMillis(req.EndTime)
 			}
-			list, err := s.ots.meta.Annotations(ctx, [][]byte{nil}, meta.TimestampMillis(req.StartTime), end, s.cfg.MaxAnnotations)
+			list, err := s.meta.Annotations(ctx, [][]byte{nil}, meta.TimestampMillis(req.StartTime), end, s.cfg.MaxAnnotations)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			writeOTSJSON(w, http.StatusOK, annotationsJSON(toOpenTSDBNotes(list)))
+			WriteJSON(w, http.StatusOK, annotationsJSON(toOpenTSDBNotes(list)))
 			return
 		}
-		a, err := s.ots.meta.GetAnnotation(ctx, tsuid, meta.TimestampMillis(req.StartTime))
+		a, err := s.meta.GetAnnotation(ctx, tsuid, meta.TimestampMillis(req.StartTime))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		if a == nil {
-			writeOpenTSDBError(w, http.StatusNotFound, "Unable to locate annotation in storage", "")
+			WriteError(w, http.StatusNotFound, "Unable to locate annotation in storage", "")
 			return
 		}
 		n := toOpenTSDBNote(a)
 		writeOTSRaw(w, http.StatusOK, n.AppendJSON(nil))
 	case http.MethodDelete:
 		if req.StartTime < 1 {
-			writeOpenTSDBError(w, http.StatusBadRequest, "Unable to delete Annotation information", "The start timestamp has not been set")
+			WriteError(w, http.StatusBadRequest, "Unable to delete Annotation information", "The start timestamp has not been set")
 			return
 		}
-		if _, err := s.ots.meta.DeleteAnnotation(ctx, tsuid, meta.TimestampMillis(req.StartTime)); err != nil {
+		if _, err := s.meta.DeleteAnnotation(ctx, tsuid, meta.TimestampMillis(req.StartTime)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -101,7 +101,7 @@ func (s *Server) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 // syncAnnotation stores an annotation as OpenTSDB's syncToStorage: the start
 // time is required; a request that sets nothing is no change (304); POST
 // merges what was sent into what is stored, PUT replaces it.
-func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationRequest, tsuid []byte, overwrite bool) (*meta.Annotation, bool, error) {
+func (s *Handler) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationRequest, tsuid []byte, overwrite bool) (*meta.Annotation, bool, error) {
 	if req.StartTime < 1 {
 		return nil, false, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "The start timestamp has not been set"}
 	}
@@ -112,7 +112,7 @@ func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationReq
 	startMs := meta.TimestampMillis(req.StartTime)
 	a := &meta.Annotation{TSUID: tsuid, StartTime: req.StartTime}
 	if !overwrite {
-		old, err := s.ots.meta.GetAnnotation(ctx, tsuid, startMs)
+		old, err := s.meta.GetAnnotation(ctx, tsuid, startMs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -129,7 +129,7 @@ func (s *Server) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationReq
 	if req.EndTime != 0 {
 		a.EndTime = req.EndTime
 	}
-	if err := s.ots.meta.PutAnnotation(ctx, a); err != nil {
+	if err := s.meta.PutAnnotation(ctx, a); err != nil {
 		return nil, false, err
 	}
 	return a, true, nil
@@ -154,7 +154,7 @@ func (r otsRawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 // handleAnnotationBulk is /api/annotation/bulk: POST and PUT store an array
 // of annotations and return those stored; DELETE deletes the annotations of
 // series (and the global ones) in a time range and says how many.
-func (s *Server) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
 	body, ok := s.readJSONBody(w, r)
@@ -187,7 +187,7 @@ func (s *Server) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 		}
 		total := 0
 		for _, t := range targets {
-			n, err := s.ots.meta.DeleteAnnotations(ctx, t, d.StartTime, d.EndTime)
+			n, err := s.meta.DeleteAnnotations(ctx, t, d.StartTime, d.EndTime)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -203,7 +203,7 @@ func (s *Server) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(reqs) > s.cfg.MaxAnnotations {
-		writeOpenTSDBError(w, http.StatusRequestEntityTooLarge, "Too many annotations in one request",
+		WriteError(w, http.StatusRequestEntityTooLarge, "Too many annotations in one request",
 			"the limit is "+strconv.Itoa(s.cfg.MaxAnnotations))
 		return
 	}

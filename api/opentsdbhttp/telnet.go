@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"hourglass/api/auth"
 	"hourglass/api/opentsdb"
 	"hourglass/series"
 )
@@ -16,25 +15,31 @@ import (
 // telnetBatch bounds the points of one WAL append from one connection.
 const telnetBatch = 5000
 
-// serveTelnet runs the line protocol on one connection: put lines are
-// parsed as they come and appended in batches (everything the client has
-// already sent, up to telnetBatch points), so a fast client shares WAL
-// commits; other commands answer at once. Success is silent, errors are one
-// line each, in OpenTSDB's words.
-func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
-	if !s.trackTelnet(c) {
-		c.Close()
-		return
-	}
-	defer s.untrackTelnet(c)
-	defer c.Close()
-	if s.auth != nil && s.auth.Enabled() && !s.cfg.Conn.TelnetAllowUnauthenticated {
-		// The line protocol has no way to authenticate.
-		s.auth.Fail(auth.ReasonTelnetRefused, c.RemoteAddr().String(), "telnet")
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write([]byte("error: authentication is on and the telnet protocol cannot authenticate: use HTTP /api/put, or start hourglass with -telnet.allow-unauthenticated\n"))
-		return
-	}
+// ErrLineTooLong is a telnet line past TelnetMaxLine (TelnetConn.ReadLine).
+var ErrLineTooLong = errors.New("line too long")
+
+// TelnetConn is what ServeTelnet asks of the server about a connection.
+type TelnetConn interface {
+	// Closing reports whether the server is shutting down.
+	Closing() bool
+	// IdleTimeout counts a connection closed for saying nothing.
+	IdleTimeout()
+	// ReadLine reads one line of at most max bytes, without its end of
+	// line, into buf; a longer line is consumed and is ErrLineTooLong.
+	ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error)
+	// IsTimeout reports whether a read error is a deadline passing.
+	IsTimeout(err error) bool
+}
+
+// ServeTelnet runs the line protocol on one connection (the server has
+// tracked it and checked that it may speak): put lines are parsed as they
+// come and appended in batches (everything the client has already sent, up
+// to telnetBatch points), so a fast client shares WAL commits; other
+// commands answer at once. Success is silent, errors are one line each, in
+// OpenTSDB's words. closing reports the server's shutdown; idleTimeout is
+// called when the client said nothing for TelnetIdleTimeout; readLine reads
+// one line of at most max bytes (ErrLineTooLong past it).
+func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 	lim := s.writer.Limits()
 	parser := opentsdb.LineParser{Limits: opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}}
 	batch := s.writer.NewBatch()
@@ -56,29 +61,29 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 				_, _ = bw.WriteString("put: illegal argument: " + e.Error() + "\n")
 			}
 		}
-		s.m.points.WithLabelValues("opentsdb_telnet", "stored").Add(float64(batch.Len() - failed))
-		s.m.points.WithLabelValues("opentsdb_telnet", "rejected").Add(float64(failed))
+		s.host.Points("opentsdb_telnet", "stored").Add(float64(batch.Len() - failed))
+		s.host.Points("opentsdb_telnet", "rejected").Add(float64(failed))
 		batch.NewRequest() // each commit is a request for -max-new-series-per-request
 		return err == nil
 	}
-	idle := s.cfg.Conn.TelnetIdleTimeout
+	idle := s.cfg.TelnetIdleTimeout
 	for n := 0; ; n++ {
 		// Before waiting for the client (and every 1024 lines of a client
 		// that keeps the buffer full), it gets TelnetIdleTimeout to speak.
 		if br.Buffered() == 0 || n%1024 == 0 {
 			// Shutdown's deadline may have come first: look again.
 			_ = c.SetReadDeadline(time.Now().Add(idle))
-			if s.isClosing() {
+			if t.Closing() {
 				commit()
 				_ = bw.Flush()
 				return
 			}
 		}
 		var err error
-		line, err = readLine(br, s.cfg.TelnetMaxLine, line)
+		line, err = t.ReadLine(br, s.cfg.TelnetMaxLine, line)
 		if err != nil {
 			commit()
-			if errors.Is(err, errLineTooLong) {
+			if errors.Is(err, ErrLineTooLong) {
 				_, _ = bw.WriteString("put: illegal argument: line longer than " + strconv.Itoa(s.cfg.TelnetMaxLine) + " bytes; discarded\n")
 				if bw.Flush() != nil {
 					return
@@ -86,8 +91,8 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 				continue
 			}
 			_ = bw.Flush()
-			if isTimeout(err) && !s.isClosing() {
-				s.cm.timeouts.WithLabelValues("telnet_idle").Inc()
+			if t.IsTimeout(err) && !t.Closing() {
+				t.IdleTimeout()
 			}
 			return
 		}
@@ -126,7 +131,7 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 		case "help":
 			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put") + "\n")
 		case "dropcaches":
-			s.head.UIDs().DropCaches()
+			s.uids.DropCaches()
 			_, _ = bw.WriteString("Caches dropped.\n")
 		case "stats":
 			commit()

@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"encoding/json"
@@ -123,8 +123,8 @@ func nilIfEmpty(s string) any {
 
 // handleStatsQuery is /api/stats/query: {"running":[...],"completed":[...]},
 // the completed ones newest first.
-func (s *Server) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
-	l := s.ots.queries
+func (s *Handler) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
+	l := s.queries
 	now := time.Now()
 	l.mu.Lock()
 	running := make([]map[string]any, 0, len(l.running))
@@ -137,5 +137,5 @@ func (s *Server) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
 		completed = append(completed, rq.json(len(l.running), now))
 	}
 	l.mu.Unlock()
-	writeOTSJSON(w, http.StatusOK, map[string]any{"running": running, "completed": completed})
+	WriteJSON(w, http.StatusOK, map[string]any{"running": running, "completed": completed})
 }

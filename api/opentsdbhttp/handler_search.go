@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"hourglass/api/dialect"
 	"hourglass/api/opentsdb"
 	"hourglass/series"
 	"hourglass/uid"
@@ -16,19 +17,19 @@ import (
 
 // readJSONBody reads a request body for a JSON endpoint; ok false means the
 // error reply has been written.
-func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body := getBuf()
-	defer putBuf(body)
-	if err := s.readBody(r, body); err != nil {
-		code, msg := s.bodyError(err)
-		writeOpenTSDBError(w, code, msg, "")
+func (s *Handler) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body := dialect.GetBuf()
+	defer dialect.PutBuf(body)
+	if err := s.host.ReadBody(r, body); err != nil {
+		code, msg := s.host.BodyError(err)
+		WriteError(w, code, msg, "")
 		return nil, false
 	}
 	return append([]byte(nil), body.Bytes()...), true
 }
 
 // handleSuggest is /api/suggest: names of a kind that start with q, sorted.
-func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.SuggestRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -45,7 +46,7 @@ func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := map[string]uid.Kind{opentsdb.SuggestMetrics: uid.Metric, opentsdb.SuggestTagK: uid.TagK, opentsdb.SuggestTagV: uid.TagV}[req.Type]
-	names, err := s.head.UIDs().Suggest(r.Context(), kind, req.Q, min(req.Max, s.cfg.SuggestMaxResults))
+	names, err := s.uids.Suggest(r.Context(), kind, req.Q, min(req.Max, s.cfg.SuggestMaxResults))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -53,13 +54,13 @@ func (s *Server) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	if names == nil {
 		names = []string{}
 	}
-	writeOTSJSON(w, http.StatusOK, names)
+	WriteJSON(w, http.StatusOK, names)
 }
 
 // handleLookup is /api/search/lookup, answered from the series index (no
 // meta table or tracking switch needed): the series of a metric (or of any
 // metric) with the tags asked for.
-func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleLookup(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	var req *opentsdb.LookupRequest
 	var err error
@@ -86,7 +87,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 		if name == "" || name == "*" {
 			return false
 		}
-		_, err := s.head.UIDs().GetID(ctx, nil, k, name)
+		_, err := s.uids.GetID(ctx, nil, k, name)
 		return err != nil
 	}
 	bad := unresolved(uid.Metric, metric)
@@ -94,7 +95,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 		bad = bad || unresolved(uid.TagK, t.Key) || unresolved(uid.TagV, t.Value)
 	}
 	if bad {
-		writeOpenTSDBError(w, http.StatusNotFound, "Unable to resolve one or more UIDs",
+		WriteError(w, http.StatusNotFound, "Unable to resolve one or more UIDs",
 			"a metric, tag key or tag value of the lookup was never written")
 		return
 	}
@@ -105,7 +106,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 	}
 	var found []*series.Entry
 	total := 0
-	s.head.Index().All(metric, func(e *series.Entry) bool {
+	s.index.All(metric, func(e *series.Entry) bool {
 		if match(e.Labels) {
 			total++
 			found = append(found, e)
@@ -132,7 +133,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 	for i, t := range req.Tags {
 		tags[i] = map[string]string{"key": t.Key, "value": t.Value}
 	}
-	writeOTSJSON(w, http.StatusOK, map[string]any{
+	WriteJSON(w, http.StatusOK, map[string]any{
 		"type": "LOOKUP", "metric": req.Metric, "tags": tags, "limit": req.Limit,
 		"time": float64(time.Since(began).Microseconds()) / 1000, "results": results,
 		"startIndex": 0, "totalResults": total,
@@ -192,7 +193,7 @@ func lookupMatcher(pairs []opentsdb.LookupTag) func(series.Labels) bool {
 // for, by metric and tags (every series of the metric that has those tags)
 // or by TSUID, as [{"metric","timestamp","value","tags","tsuid"}] with the
 // timestamp in ms and the value a string (metric and tags only with resolve).
-func (s *Server) handleQueryLast(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.LastRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -229,7 +230,7 @@ func (s *Server) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Missing metric or tsuids in a sub query"})
 			return
 		}
-		if _, err := s.head.UIDs().GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
+		if _, err := s.uids.GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -242,13 +243,13 @@ func (s *Server) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 			}
 			matchers = append(matchers, m)
 		}
-		entries = append(entries, s.head.Index().Select(sq.Metric, matchers, false, 0, 1<<62)...)
+		entries = append(entries, s.index.Select(sq.Metric, matchers, false, 0, 1<<62)...)
 		if len(entries) > s.cfg.LastMaxSeries {
 			break
 		}
 	}
 	if len(entries) > s.cfg.LastMaxSeries {
-		writeOpenTSDBError(w, http.StatusRequestEntityTooLarge,
+		WriteError(w, http.StatusRequestEntityTooLarge,
 			"Sorry, the last-point query asks for more than the limit of "+itoaInt(s.cfg.LastMaxSeries)+" series",
 			"narrow the metric's tags or raise -last-max-series")
 		return

@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"hourglass/api/dialect"
 	"hourglass/api/opentsdb"
 	"hourglass/chunk"
 	"hourglass/downsample"
@@ -57,7 +58,7 @@ func fmtMillis(d time.Duration) string { return strconv.FormatFloat(otsMillis(d)
 
 // handleQuery is /api/query: the JSON body (POST) or the m= / tsuid= query
 // string (GET), run through the engine, streamed out in OpenTSDB's shape.
-func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	q := r.URL.Query()
 	var req *opentsdb.QueryRequest
@@ -66,11 +67,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		req, err = opentsdb.ParseQueryURI(q)
 	default:
-		body := getBuf()
-		defer putBuf(body)
-		if err := s.readBody(r, body); err != nil {
-			code, msg := s.bodyError(err)
-			writeOpenTSDBError(w, code, msg, "")
+		body := dialect.GetBuf()
+		defer dialect.PutBuf(body)
+		if err := s.host.ReadBody(r, body); err != nil {
+			code, msg := s.host.BodyError(err)
+			WriteError(w, code, msg, "")
 			return
 		}
 		if body.Len() == 0 && r.Method == http.MethodDelete {
@@ -89,11 +90,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		req.Delete = true
 	}
-	running := s.ots.queries.begin(r, req)
+	running := s.queries.begin(r, req)
 	code := http.StatusOK
 	var failure error
 	var summary []byte
-	defer func() { s.ots.queries.end(running, code, failure, summary) }()
+	defer func() { s.queries.end(running, code, failure, summary) }()
 	fail := func(err error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			s.engine.CountTimeout()
@@ -106,12 +107,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		// OpenTSDB's answer when tsd.http.query.allow_delete is off.
 		code = http.StatusBadRequest
 		failure = errors.New("Deleting data is not enabled")
-		writeOpenTSDBError(w, http.StatusBadRequest, "Deleting data is not enabled", "")
+		WriteError(w, http.StatusBadRequest, "Deleting data is not enabled", "")
 		return
 	}
-	if req.Delete && !s.mayDelete(r) {
+	if req.Delete && !s.host.MayDelete(r) {
 		code, failure = http.StatusForbidden, errors.New("deleting needs the admin scope")
-		writeOpenTSDBError(w, http.StatusForbidden, "Deleting data needs the admin scope", "")
+		WriteError(w, http.StatusForbidden, "Deleting data needs the admin scope", "")
 		return
 	}
 	start, end, err := req.Validate(time.Now(), time.UTC)
@@ -151,7 +152,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 			for i, x := range ss {
 				ls[i] = x.Labels
 			}
-			if err := s.engine.Head().Delete(ctx, ls, start, end); err != nil {
+			if err := s.deleter.Delete(ctx, ls, start, end); err != nil {
 				fail(err)
 				return
 			}
@@ -175,7 +176,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	var globals []opentsdb.Annotation
 	if req.GlobalAnnotations && !req.NoAnnotations {
-		list, err := s.ots.meta.Annotations(ctx, [][]byte{nil}, start, end, s.cfg.MaxAnnotations)
+		list, err := s.meta.Annotations(ctx, [][]byte{nil}, start, end, s.cfg.MaxAnnotations)
 		if err != nil {
 			fail(err)
 			return
@@ -206,12 +207,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 // writeQueryReply writes the 200 reply of an /api/query request and returns
 // its statsSummary. It stops with ctx's error once ctx has one, looking at
 // it each time a megabyte is written, or with the writer's error.
-func (s *Server) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
+func (s *Handler) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
 	globals []opentsdb.Annotation, start, end int64, began time.Time) ([]byte, error) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
-	buf := getBuf()
-	defer putBuf(buf)
+	buf := dialect.GetBuf()
+	defer dialect.PutBuf(buf)
 	out := append(buf.AvailableBuffer(), '[')
 	first := true
 	for si := range subs {
@@ -323,12 +324,12 @@ func summaryJSON(subs []subResult, total time.Duration) []byte {
 
 // seriesNotes returns, per result, the annotations of its series that
 // start in [start, end], by start time.
-func (s *Server) seriesNotes(ctx context.Context, res []query.Result, start, end int64) ([][]opentsdb.Annotation, error) {
+func (s *Handler) seriesNotes(ctx context.Context, res []query.Result, start, end int64) ([][]opentsdb.Annotation, error) {
 	var all [][]byte
 	for i := range res {
 		all = append(all, res[i].TSUIDs...)
 	}
-	list, err := s.ots.meta.SeriesAnnotations(ctx, all, start, end, s.cfg.MaxAnnotations)
+	list, err := s.meta.SeriesAnnotations(ctx, all, start, end, s.cfg.MaxAnnotations)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
@@ -376,9 +377,9 @@ func hexUpper(b []byte) string {
 
 // parseTSUID decodes a hex TSUID (either case) and checks its shape against
 // the layout: a metric UID then whole tag pairs.
-func (s *Server) parseTSUID(text string) ([]byte, error) {
+func (s *Handler) parseTSUID(text string) ([]byte, error) {
 	b, err := hex.DecodeString(text)
-	l := s.head.Layout()
+	l := s.layout()
 	pair := l.TagKWidth + l.TagVWidth
 	if err != nil || len(b) < l.MetricWidth || (len(b)-l.MetricWidth)%pair != 0 ||
 		(len(b)-l.MetricWidth)/pair > s.writer.Limits().MaxTags {
@@ -397,7 +398,7 @@ func errNoSuchUID(kind uid.Kind, id []byte) error {
 }
 
 // engineRequest turns an OpenTSDB sub-query into an engine request.
-func (s *Server) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
+func (s *Handler) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
 	req := query.Request{Location: loc}
 	agg, err := downsample.Lookup(sq.Aggregator)
 	if err != nil {
@@ -429,7 +430,7 @@ func (s *Server) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start
 		return s.tsuidRequest(ctx, req, sq.TSUIDs)
 	}
 	// An unknown metric is an error, as in OpenTSDB.
-	if _, err := s.head.UIDs().GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
+	if _, err := s.uids.GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
 		return req, err
 	}
 	req.Metric = sq.Metric
@@ -465,8 +466,8 @@ func (s *Server) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start
 // checkFilterNames answers as OpenTSDB does for names it cannot resolve: an
 // unknown tag key is "No such name for 'tagk': 'x'", and so is an unknown
 // value of a literal_or (unless Config.SkipUnresolvedTagVs).
-func (s *Server) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *opentsdb.TagMatcher) error {
-	if _, err := s.head.UIDs().GetID(ctx, nil, uid.TagK, f.TagK); err != nil {
+func (s *Handler) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *opentsdb.TagMatcher) error {
+	if _, err := s.uids.GetID(ctx, nil, uid.TagK, f.TagK); err != nil {
 		return err
 	}
 	if s.cfg.SkipUnresolvedTagVs {
@@ -474,7 +475,7 @@ func (s *Server) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *ope
 	}
 	if lits, ok := m.Literals(); ok {
 		for _, v := range lits {
-			if _, err := s.head.UIDs().GetID(ctx, nil, uid.TagV, v); err != nil {
+			if _, err := s.uids.GetID(ctx, nil, uid.TagV, v); err != nil {
 				return err
 			}
 		}
@@ -484,7 +485,7 @@ func (s *Server) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *ope
 
 // explicitEntries selects the series of req whose tag keys are exactly the
 // keys of the filters other than not_key.
-func (s *Server) explicitEntries(req query.Request, filters []opentsdb.Filter) []*series.Entry {
+func (s *Handler) explicitEntries(req query.Request, filters []opentsdb.Filter) []*series.Entry {
 	keys := map[string]bool{}
 	for _, f := range filters {
 		if f.Type != opentsdb.FilterNotKey {
@@ -495,7 +496,7 @@ func (s *Server) explicitEntries(req query.Request, filters []opentsdb.Filter) [
 	if req.Downsample != nil {
 		from -= req.Downsample.Interval
 	}
-	entries := s.head.Index().Select(req.Metric, req.Matchers, false, from, req.End)
+	entries := s.index.Select(req.Metric, req.Matchers, false, from, req.End)
 	out := make([]*series.Entry, 0, len(entries))
 	for _, e := range entries {
 		n, ok := 0, true
@@ -514,8 +515,8 @@ func (s *Server) explicitEntries(req query.Request, filters []opentsdb.Filter) [
 // tsuidRequest fills req for a sub-query by TSUIDs: the series named, all
 // aggregated into one result, as OpenTSDB's TsdbQuery.setTimeSeries. They
 // must share one metric.
-func (s *Server) tsuidRequest(ctx context.Context, req query.Request, tsuids []string) (query.Request, error) {
-	l := s.head.Layout()
+func (s *Handler) tsuidRequest(ctx context.Context, req query.Request, tsuids []string) (query.Request, error) {
+	l := s.layout()
 	var metricUID []byte
 	req.Entries = []*series.Entry{}
 	seen := map[string]bool{}
@@ -526,7 +527,7 @@ func (s *Server) tsuidRequest(ctx context.Context, req query.Request, tsuids []s
 		}
 		if metricUID == nil {
 			metricUID = id[:l.MetricWidth]
-			name, err := s.head.UIDs().GetName(ctx, uid.Metric, metricUID)
+			name, err := s.uids.GetName(ctx, uid.Metric, metricUID)
 			if err != nil {
 				if errors.Is(err, uid.ErrNoSuchUID) {
 					return req, errNoSuchUID(uid.Metric, metricUID)
@@ -544,7 +545,7 @@ func (s *Server) tsuidRequest(ctx context.Context, req query.Request, tsuids []s
 		}
 		seen[string(id)] = true
 		// A TSUID of no series has no data, as in OpenTSDB.
-		if e := s.head.Index().Lookup(id); e != nil {
+		if e := s.index.Lookup(id); e != nil {
 			req.Entries = append(req.Entries, e)
 		}
 	}
@@ -552,12 +553,12 @@ func (s *Server) tsuidRequest(ctx context.Context, req query.Request, tsuids []s
 }
 
 // tsuidEntry resolves a TSUID to its index entry; unknown is an error.
-func (s *Server) tsuidEntry(text string) (*series.Entry, []byte, error) {
+func (s *Handler) tsuidEntry(text string) (*series.Entry, []byte, error) {
 	id, err := s.parseTSUID(text)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.head.Index().Lookup(id), id, nil
+	return s.index.Lookup(id), id, nil
 }
 
 // pointValueString is a value as /api/query/last writes it: a string.

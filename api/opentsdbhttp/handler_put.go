@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"hourglass/api/dialect"
 	"hourglass/api/opentsdb"
 	"hourglass/ingest"
 	"hourglass/series"
@@ -29,7 +30,7 @@ type putState struct {
 	bad   []*opentsdb.PointError
 }
 
-func (s *Server) putPool() *sync.Pool {
+func (s *Handler) putPool() *sync.Pool {
 	s.putOnce.Do(func() {
 		lim := s.writer.Limits()
 		s.puts.New = func() any {
@@ -71,7 +72,7 @@ func (t *putTally) addError(pe *opentsdb.PointError, max int) {
 // point is number offset), stores its points and adds the outcome to t. A
 // non-nil error is the body's own (malformed JSON: nothing of this window is
 // stored) or the store's.
-func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offset int, t *putTally) error {
+func (s *Handler) putWindow(ctx context.Context, st *putState, body []byte, offset int, t *putTally) error {
 	st.batch.Reset()
 	st.bad = st.bad[:0]
 	err := st.dec.Decode(body, func(i int, dp *opentsdb.DataPoint, perr error) error {
@@ -104,11 +105,11 @@ func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offse
 	})
 	if err != nil {
 		// The window as a whole is bad: nothing of it is stored.
-		s.m.points.WithLabelValues("opentsdb_http", "rejected").Add(float64(st.batch.Len()))
+		s.host.Points("opentsdb_http", "rejected").Add(float64(st.batch.Len()))
 		return err
 	}
 	if err := st.batch.Commit(ctx); err != nil {
-		s.m.points.WithLabelValues("opentsdb_http", "error").Add(float64(st.batch.Len()))
+		s.host.Points("opentsdb_http", "error").Add(float64(st.batch.Len()))
 		return err
 	}
 	// Errors found at commit (a full UID space, say) join the decoding ones.
@@ -131,8 +132,8 @@ func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offse
 	failed := st.batch.Failed()
 	t.failed += failed
 	t.success += st.batch.Len() - failed
-	s.m.points.WithLabelValues("opentsdb_http", "stored").Add(float64(st.batch.Len() - failed))
-	s.m.points.WithLabelValues("opentsdb_http", "rejected").Add(float64(failed))
+	s.host.Points("opentsdb_http", "stored").Add(float64(st.batch.Len() - failed))
+	s.host.Points("opentsdb_http", "rejected").Add(float64(failed))
 	return nil
 }
 
@@ -143,7 +144,7 @@ func (s *Server) putWindow(ctx context.Context, st *putState, body []byte, offse
 // about that size as it arrives, so no body is too large, and a malformed
 // part stops it there (what came before is stored, and the reply says how
 // much). ?sync waits for the WAL's fsync; ?sync_timeout=<ms> bounds that wait.
-func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handlePut(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
 	sync := opentsdb.HasFlag(q, "sync")
@@ -151,7 +152,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("sync_timeout"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			writeOpenTSDBError(w, http.StatusBadRequest, "Unable to parse the sync_timeout parameter: "+v, "a number of milliseconds")
+			WriteError(w, http.StatusBadRequest, "Unable to parse the sync_timeout parameter: "+v, "a number of milliseconds")
 			return
 		}
 		syncTimeout = time.Duration(n) * time.Millisecond
@@ -159,8 +160,8 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	rd, closeBody, err := s.putBodyReader(r)
 	if err != nil {
-		code, msg := s.bodyError(err)
-		writeOpenTSDBError(w, code, msg, "")
+		code, msg := s.host.BodyError(err)
+		WriteError(w, code, msg, "")
 		return
 	}
 	defer closeBody()
@@ -170,12 +171,12 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	var t putTally
 
 	// The first window: is it the whole body?
-	body := getBuf()
-	defer putBuf(body)
+	body := dialect.GetBuf()
+	defer dialect.PutBuf(body)
 	n, err := body.ReadFrom(io.LimitReader(rd, s.cfg.PutStreamBytes+1))
 	if err != nil {
-		code, msg := s.bodyError(wrapDecodeErr(err))
-		writeOpenTSDBError(w, code, msg, "")
+		code, msg := s.host.BodyError(wrapDecodeErr(err))
+		WriteError(w, code, msg, "")
 		return
 	}
 	if n <= s.cfg.PutStreamBytes {
@@ -188,7 +189,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 		if err := s.putStreamed(r.Context(), st, sr, &t); err != nil {
 			code, msg, det := openTSDBStatus(err)
 			if isBodyError(err) {
-				code, msg = s.bodyError(err)
+				code, msg = s.host.BodyError(err)
 				det = ""
 			}
 			if t.success+t.failed > 0 {
@@ -198,7 +199,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 				det += fmt.Sprintf("the body was streamed: the %d points before this part of it were processed "+
 					"(%d stored, %d failed), nothing after it", t.success+t.failed, t.success, t.failed)
 			}
-			writeOpenTSDBError(w, code, msg, det)
+			WriteError(w, code, msg, det)
 			return
 		}
 	}
@@ -217,16 +218,16 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if !summary && !details {
 		switch {
 		case timeouts > 0:
-			writeOpenTSDBError(w, http.StatusBadRequest, fmt.Sprintf(
+			WriteError(w, http.StatusBadRequest, fmt.Sprintf(
 				"The put call has timedout with %d successful writes, %d failed writes and %d timed out writes.",
 				t.success, t.failed, timeouts), "The points are in the write-ahead log; its fsync had not finished")
 		case t.failed == 0:
 			w.WriteHeader(http.StatusNoContent)
 		case t.limit != nil:
-			writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors: "+t.limit.Error(),
+			WriteError(w, http.StatusBadRequest, "One or more data points had errors: "+t.limit.Error(),
 				`Append "details" to the put request for each point's error`)
 		default:
-			writeOpenTSDBError(w, http.StatusBadRequest, "One or more data points had errors",
+			WriteError(w, http.StatusBadRequest, "One or more data points had errors",
 				`Please see the TSD logs or append "details" to the put request`)
 		}
 		return
@@ -246,7 +247,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 
 // syncWAL fsyncs the WAL, waiting at most timeout (0: no bound). timedOut
 // says the wait ended first; the fsync goes on.
-func (s *Server) syncWAL(timeout time.Duration) (err error, timedOut bool) {
+func (s *Handler) syncWAL(timeout time.Duration) (err error, timedOut bool) {
 	if timeout <= 0 {
 		return s.head.SyncWAL(), false
 	}
@@ -263,7 +264,7 @@ func (s *Server) syncWAL(timeout time.Duration) (err error, timedOut bool) {
 }
 
 // putStreamed stores a long array body window by window.
-func (s *Server) putStreamed(ctx context.Context, st *putState, sr *putStream, t *putTally) error {
+func (s *Handler) putStreamed(ctx context.Context, st *putState, sr *putStream, t *putTally) error {
 	if err := sr.open(); err != nil {
 		return err
 	}
@@ -326,9 +327,9 @@ func (p *putStream) endErr(err error) error {
 // isBodyError reports whether err is about reading the body (its size or
 // its encoding), which bodyError answers.
 func isBodyError(err error) bool {
-	var tl *errBodyTooLarge
-	return errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errBadEncoding) ||
-		errors.Is(err, errUnsupportedEncoding)
+	var tl *dialect.BodyTooLargeError
+	return errors.As(err, &tl) || errors.Is(err, dialect.ErrTooLargeAsSent) || errors.Is(err, dialect.ErrBadEncoding) ||
+		errors.Is(err, dialect.ErrUnsupportedEncoding)
 }
 
 func (p *putStream) skipSpace() (byte, error) {
@@ -458,13 +459,13 @@ func (p *putStream) next() ([]byte, int, bool, error) {
 
 // wrapDecodeErr turns a body read error into one bodyError knows.
 func wrapDecodeErr(err error) error {
-	var tl *errBodyTooLarge
-	if errors.As(err, &tl) || errors.Is(err, errTooLargeAsSent) || errors.Is(err, errBadEncoding) {
+	var tl *dialect.BodyTooLargeError
+	if errors.As(err, &tl) || errors.Is(err, dialect.ErrTooLargeAsSent) || errors.Is(err, dialect.ErrBadEncoding) {
 		return err
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
 		errors.Is(err, zstd.ErrMagicMismatch) {
-		return fmt.Errorf("%w: %v", errBadEncoding, err)
+		return fmt.Errorf("%w: %v", dialect.ErrBadEncoding, err)
 	}
 	return err
 }
@@ -472,9 +473,9 @@ func wrapDecodeErr(err error) error {
 // putBodyReader returns the decoded body of an /api/put request as a
 // stream: identity, gzip or zstd (a snappy block is read whole, within
 // MaxDecodedBytes); a compressed stream reserves two windows of the decoding
-// budget until closed (errDecodeBusy if it cannot). Decoded, it may hold at most Config.PutMaxBytes (0: no
+// budget until closed (dialect.ErrDecodeBusy if it cannot). Decoded, it may hold at most Config.PutMaxBytes (0: no
 // limit).
-func (s *Server) putBodyReader(r *http.Request) (io.Reader, func(), error) {
+func (s *Handler) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	var rd io.Reader
 	closeFn := func() {}
@@ -484,33 +485,33 @@ func (s *Server) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 	case "gzip", "x-gzip", "zstd":
 		// A decompressed stream holds about two windows at once: reserved
 		// from the decoding budget for the whole request.
-		res := s.decoding.reservation()
-		if !res.grow(2 * s.cfg.PutStreamBytes) {
-			return nil, closeFn, errDecodeBusy
+		res := s.host.Reserve()
+		if !res.Grow(2 * s.cfg.PutStreamBytes) {
+			return nil, closeFn, dialect.ErrDecodeBusy
 		}
 		if enc == "zstd" {
 			zr, err := zstd.NewReader(r.Body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(s.cfg.MaxDecodedBytes)))
 			if err != nil {
-				res.release()
-				return nil, closeFn, fmt.Errorf("%w: zstd: %v", errBadEncoding, err)
+				res.Release()
+				return nil, closeFn, fmt.Errorf("%w: zstd: %v", dialect.ErrBadEncoding, err)
 			}
-			rd, closeFn = zr, func() { zr.Close(); res.release() }
+			rd, closeFn = zr, func() { zr.Close(); res.Release() }
 			break
 		}
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
-			res.release()
-			return nil, closeFn, fmt.Errorf("%w: gzip: %v", errBadEncoding, err)
+			res.Release()
+			return nil, closeFn, fmt.Errorf("%w: gzip: %v", dialect.ErrBadEncoding, err)
 		}
-		rd, closeFn = zr, res.release
+		rd, closeFn = zr, res.Release
 	default:
 		// Snappy (a block, not a stream) and anything else: readBody knows.
-		body := getBuf()
-		if err := s.readBody(r, body); err != nil {
-			putBuf(body)
+		body := dialect.GetBuf()
+		if err := s.host.ReadBody(r, body); err != nil {
+			dialect.PutBuf(body)
 			return nil, closeFn, err
 		}
-		return body, func() { putBuf(body) }, nil
+		return body, func() { dialect.PutBuf(body) }, nil
 	}
 	if s.cfg.PutMaxBytes > 0 {
 		rd = &putLimitReader{r: rd, left: s.cfg.PutMaxBytes, limit: s.cfg.PutMaxBytes}
@@ -528,7 +529,7 @@ func (l *putLimitReader) Read(p []byte) (int, error) {
 	if l.left <= 0 {
 		var one [1]byte
 		if n, err := l.r.Read(one[:]); n > 0 {
-			return 0, &errBodyTooLarge{"once decompressed (-put-max-bytes)", l.limit}
+			return 0, &dialect.BodyTooLargeError{What: "once decompressed (-put-max-bytes)", Limit: l.limit}
 		} else {
 			return 0, err
 		}

@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var uidTypes = map[uid.Kind]string{uid.Metric: opentsdb.UIDTypeMetric, uid.TagK:
 // handleUIDAssign is /api/uid/assign: assign UIDs to new names, each name
 // on its own: {"metric":{"name":"00002A"},"metric_errors":{"x":"..."}},
 // 200 when every name got one, 400 otherwise.
-func (s *Server) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.UIDAssignRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -55,7 +55,7 @@ func (s *Server) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 				failed++
 				continue
 			}
-			id, err := s.head.UIDs().Assign(r.Context(), k.kind, name)
+			id, err := s.uids.Assign(r.Context(), k.kind, name)
 			switch {
 			case errors.Is(err, uid.ErrExists):
 				bad[name] = "Name already exists with UID: " + hexUpper(id)
@@ -80,17 +80,17 @@ func (s *Server) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 	if failed > 0 {
 		code = http.StatusBadRequest
 	}
-	writeOTSJSON(w, code, resp)
+	WriteJSON(w, code, resp)
 }
 
 // parseUID decodes a hex UID of a kind; a bad one is a 400.
-func (s *Server) parseUID(kind uid.Kind, text string) ([]byte, error) {
+func (s *Handler) parseUID(kind uid.Kind, text string) ([]byte, error) {
 	id, err := hex.DecodeString(text)
 	if err != nil || len(id) == 0 {
 		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid UID: " + text,
 			Details: "a UID is hex, e.g. 00002A"}
 	}
-	if w := s.head.UIDs().Width(kind); len(id) != w {
+	if w := s.uids.Width(kind); len(id) != w {
 		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid UID: " + text,
 			Details: "a " + kind.String() + " UID is " + itoaInt(w) + " bytes, " + itoaInt(2*w) + " hex digits"}
 	}
@@ -101,15 +101,15 @@ var errUIDNotFound = &opentsdb.RequestError{Status: http.StatusNotFound, Message
 
 // uidMeta returns the UIDMeta of a UID as OpenTSDB serves it: the stored
 // fields, or defaults (created 0) when none were stored.
-func (s *Server) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
-	name, err := s.head.UIDs().GetName(ctx, kind, id)
+func (s *Handler) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
+	name, err := s.uids.GetName(ctx, kind, id)
 	if err != nil {
 		if errors.Is(err, uid.ErrNoSuchUID) {
 			return nil, meta.UIDMeta{}, errUIDNotFound
 		}
 		return nil, meta.UIDMeta{}, err
 	}
-	m, _, err := s.ots.meta.GetUIDMeta(ctx, byte(kind), id)
+	m, _, err := s.meta.GetUIDMeta(ctx, byte(kind), id)
 	if err != nil {
 		return nil, m, err
 	}
@@ -119,7 +119,7 @@ func (s *Server) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opents
 
 // handleUIDMeta is /api/uid/uidmeta: GET reads, POST merges, PUT replaces,
 // DELETE clears a UID's metadata (never the UID).
-func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var req *opentsdb.UIDMetaRequest
 	var err error
@@ -149,9 +149,9 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		writeOTSJSON(w, http.StatusOK, cur)
+		WriteJSON(w, http.StatusOK, cur)
 	case http.MethodDelete:
-		if err := s.ots.meta.DeleteUIDMeta(ctx, byte(kind), id); err != nil {
+		if err := s.meta.DeleteUIDMeta(ctx, byte(kind), id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -177,7 +177,7 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 		if req.Created != nil && *req.Created > 0 && (next.Created == 0 || *req.Created < next.Created) {
 			next.Created = *req.Created
 		}
-		if err := s.ots.meta.PutUIDMeta(ctx, byte(kind), id, next); err != nil {
+		if err := s.meta.PutUIDMeta(ctx, byte(kind), id, next); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -186,7 +186,7 @@ func (s *Server) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		writeOTSJSON(w, http.StatusOK, cur)
+		WriteJSON(w, http.StatusOK, cur)
 	}
 }
 
@@ -200,8 +200,8 @@ func setIfSent(dst *string, v *string) {
 
 // tsMeta builds a series' TSMeta: the stored fields (or defaults), the
 // UIDMeta of its metric and tags, and its last point's time.
-func (s *Server) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*opentsdb.TSMeta, error) {
-	l := s.head.Layout()
+func (s *Handler) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*opentsdb.TSMeta, error) {
+	l := s.layout()
 	out := &opentsdb.TSMeta{TSUID: hexUpper(tsuid), Description: m.Description, Notes: m.Notes, Created: m.Created,
 		Units: m.Units, Retention: m.Retention, Max: opentsdb.JSONFloat(m.Max), Min: opentsdb.JSONFloat(m.Min),
 		Custom: m.Custom, DisplayName: m.DisplayName, DataType: m.DataType, Tags: []*opentsdb.UIDMeta{}}
@@ -220,7 +220,7 @@ func (s *Server) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*open
 		}
 		out.Tags = append(out.Tags, k, v)
 	}
-	if e := s.head.Index().Lookup(tsuid); e != nil {
+	if e := s.index.Lookup(tsuid); e != nil {
 		pts, err := s.engine.Last(ctx, []*series.Entry{e}, 0)
 		if err != nil {
 			return nil, err
@@ -241,9 +241,9 @@ func tsmetaUIDError(err error) error {
 
 // seriesByName returns the TSUID of metric{tags} (exact), from the UID
 // table; unknown names are 404 "Unable to find one or more UIDs".
-func (s *Server) seriesByName(ctx context.Context, metric string, tags []opentsdb.Tag) ([]byte, error) {
+func (s *Handler) seriesByName(ctx context.Context, metric string, tags []opentsdb.Tag) ([]byte, error) {
 	notFound := &opentsdb.RequestError{Status: http.StatusNotFound, Message: "Unable to find one or more UIDs"}
-	id, err := s.head.UIDs().GetID(ctx, nil, uid.Metric, metric)
+	id, err := s.uids.GetID(ctx, nil, uid.Metric, metric)
 	if err != nil {
 		if errors.Is(err, uid.ErrNoSuchName) {
 			notFound.Details = err.Error()
@@ -254,10 +254,10 @@ func (s *Server) seriesByName(ctx context.Context, metric string, tags []opentsd
 	type pair struct{ k, v []byte }
 	var pairs []pair
 	for _, t := range tags {
-		k, err := s.head.UIDs().GetID(ctx, nil, uid.TagK, t.Key)
+		k, err := s.uids.GetID(ctx, nil, uid.TagK, t.Key)
 		if err == nil {
 			var v []byte
-			if v, err = s.head.UIDs().GetID(ctx, nil, uid.TagV, t.Value); err == nil {
+			if v, err = s.uids.GetID(ctx, nil, uid.TagV, t.Value); err == nil {
 				pairs = append(pairs, pair{k, v})
 				continue
 			}
@@ -280,7 +280,7 @@ func (s *Server) seriesByName(ctx context.Context, metric string, tags []opentsd
 // of every series of the metric with those tags. POST merges and PUT
 // replaces (the series named by tsuid, or by ?m= exactly, with
 // ?create=true needed when it has no meta and no data); DELETE clears it.
-func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	if r.Method == http.MethodGet {
@@ -290,13 +290,13 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 				s.writeError(w, r, err)
 				return
 			}
-			m, stored, err := s.ots.meta.GetTSMeta(ctx, id)
+			m, stored, err := s.meta.GetTSMeta(ctx, id)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			if !stored && s.head.Index().Lookup(id) == nil {
-				writeOpenTSDBError(w, http.StatusNotFound, "Could not find Timeseries meta data", "")
+			if !stored && s.index.Lookup(id) == nil {
+				WriteError(w, http.StatusNotFound, "Could not find Timeseries meta data", "")
 				return
 			}
 			out, err := s.tsMeta(ctx, id, m)
@@ -304,7 +304,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 				s.writeError(w, r, err)
 				return
 			}
-			writeOTSJSON(w, http.StatusOK, out)
+			WriteJSON(w, http.StatusOK, out)
 			return
 		}
 		m, ok := q["m"]
@@ -330,16 +330,16 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			}
 			otsMillis = append(otsMillis, mt)
 		}
-		entries := s.head.Index().Select(metric, otsMillis, false, 0, 1<<62)
+		entries := s.index.Select(metric, otsMillis, false, 0, 1<<62)
 		if len(entries) > s.cfg.LastMaxSeries {
-			writeOpenTSDBError(w, http.StatusRequestEntityTooLarge, "Sorry, the query matches more than the limit of "+
+			WriteError(w, http.StatusRequestEntityTooLarge, "Sorry, the query matches more than the limit of "+
 				itoaInt(s.cfg.LastMaxSeries)+" series", "narrow the metric's tags")
 			return
 		}
 		sort.Slice(entries, func(i, j int) bool { return string(entries[i].TSUID) < string(entries[j].TSUID) })
 		out := make([]*opentsdb.TSMeta, 0, len(entries))
 		for _, e := range entries {
-			m, _, err := s.ots.meta.GetTSMeta(ctx, e.TSUID)
+			m, _, err := s.meta.GetTSMeta(ctx, e.TSUID)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -351,7 +351,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			}
 			out = append(out, tm)
 		}
-		writeOTSJSON(w, http.StatusOK, out)
+		WriteJSON(w, http.StatusOK, out)
 		return
 	}
 
@@ -377,7 +377,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else if r.Method == http.MethodDelete {
-		writeOpenTSDBError(w, http.StatusBadRequest, "Unable to delete TSMeta information", "Missing TSUID")
+		WriteError(w, http.StatusBadRequest, "Unable to delete TSMeta information", "Missing TSUID")
 		return
 	} else {
 		m, ok := q["m"]
@@ -395,25 +395,25 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Method == http.MethodDelete {
-		if err := s.ots.meta.DeleteTSMeta(ctx, id); err != nil {
+		if err := s.meta.DeleteTSMeta(ctx, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	stored, exists, err := s.ots.meta.GetTSMeta(ctx, id)
+	stored, exists, err := s.meta.GetTSMeta(ctx, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if !exists && s.head.Index().Lookup(id) == nil {
+	if !exists && s.index.Lookup(id) == nil {
 		if req.TSUID != "" {
-			writeOpenTSDBError(w, http.StatusBadRequest, "Requested TSMeta did not exist", "")
+			WriteError(w, http.StatusBadRequest, "Requested TSMeta did not exist", "")
 			return
 		}
 		if q.Get("create") != "true" {
-			writeOpenTSDBError(w, http.StatusBadRequest, `Could not find TSMeta, specify "create=true" to create a new one.`, "")
+			WriteError(w, http.StatusBadRequest, `Could not find TSMeta, specify "create=true" to create a new one.`, "")
 			return
 		}
 	}
@@ -450,7 +450,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 	if req.Created != nil && *req.Created > 0 && (next.Created == 0 || *req.Created < next.Created) {
 		next.Created = *req.Created
 	}
-	if err := s.ots.meta.PutTSMeta(ctx, id, next); err != nil {
+	if err := s.meta.PutTSMeta(ctx, id, next); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -459,7 +459,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeOTSJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // handleUIDRename is /api/uid/rename: {"result":"true"}, or 400 with
@@ -469,7 +469,7 @@ func (s *Server) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 // the WAL hold series by name, so the rename would split them. Such a
 // request fails with an error that says so; names no series uses (assigned
 // through /api/uid/assign, say) rename as in OpenTSDB.
-func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.RenameRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -486,7 +486,7 @@ func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fail := func(msg string) {
-		writeOTSJSON(w, http.StatusBadRequest, map[string]string{"result": "false", "error": msg})
+		WriteJSON(w, http.StatusBadRequest, map[string]string{"result": "false", "error": msg})
 	}
 	kind := uidKinds[req.Type]
 	what := map[uid.Kind]string{uid.Metric: "metric", uid.TagK: "tagk", uid.TagV: "tagv"}[kind]
@@ -499,7 +499,7 @@ func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 			"in its index and WAL and cannot rename a name in use (see docs/opentsdb-compatibility.md)")
 		return
 	}
-	if err := s.head.UIDs().Rename(r.Context(), kind, req.Name, req.NewName); err != nil {
+	if err := s.uids.Rename(r.Context(), kind, req.Name, req.NewName); err != nil {
 		var nf *uid.NoSuchNameError
 		switch {
 		case errors.As(err, &nf):
@@ -511,12 +511,12 @@ func (s *Server) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeOTSJSON(w, http.StatusOK, map[string]string{"result": "true"})
+	WriteJSON(w, http.StatusOK, map[string]string{"result": "true"})
 }
 
 // nameInUse reports whether any series in the index carries the name.
-func (s *Server) nameInUse(kind uid.Kind, name string) bool {
-	ix := s.head.Index()
+func (s *Handler) nameInUse(kind uid.Kind, name string) bool {
+	ix := s.index
 	switch kind {
 	case uid.Metric:
 		for _, m := range ix.Metrics(name) {

@@ -1,4 +1,4 @@
-package api
+package opentsdbhttp
 
 import (
 	"bytes"
@@ -16,13 +16,14 @@ import (
 
 	"hourglass/api/opentsdb"
 	"hourglass/downsample"
+	"hourglass/uid"
 )
 
-// writeJSON writes v as the 200 reply.
-func writeOTSJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON writes v as a reply with the code, or OpenTSDB's 500 if it does not serialize.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeOpenTSDBError(w, http.StatusInternalServerError, "Unable to serialize the reply: "+err.Error(), "")
+		WriteError(w, http.StatusInternalServerError, "Unable to serialize the reply: "+err.Error(), "")
 		return
 	}
 	writeOTSRaw(w, code, b)
@@ -35,34 +36,30 @@ func writeOTSRaw(w http.ResponseWriter, code int, b []byte) {
 }
 
 // handleAggregators is /api/aggregators: the names of every aggregator.
-func (s *Server) handleAggregators(w http.ResponseWriter, r *http.Request) {
-	writeOTSJSON(w, http.StatusOK, downsample.Names())
+func (s *Handler) handleAggregators(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, downsample.Names())
 }
 
 // handleConfigFilters is /api/config/filters.
-func (s *Server) handleConfigFilters(w http.ResponseWriter, r *http.Request) {
-	writeOTSJSON(w, http.StatusOK, opentsdb.FilterDescriptions())
+func (s *Handler) handleConfigFilters(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, opentsdb.FilterDescriptions())
 }
 
 // handleConfig is /api/config: the running configuration as a flat map of
 // strings, sorted, in OpenTSDB's key names where one exists and hourglass.*
 // ones for the rest.
-func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
-	writeOTSJSON(w, http.StatusOK, s.configMap())
+func (s *Handler) handleConfig(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, s.configMap())
 }
 
-func (s *Server) configMap() map[string]string {
-	l := s.head.Layout()
+func (s *Handler) configMap() map[string]string {
 	lim := s.writer.Limits()
-	ql := s.engine.Limits()
+	l, ql := s.layout(), s.engine.Limits()
 	itoa := strconv.Itoa
 	dur := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	port := ""
-	s.mu.Lock()
-	sl := s.split
-	s.mu.Unlock()
-	if sl != nil {
-		if a := sl.Addr(); a != nil {
+	{
+		if a := s.host.Addr(); a != nil {
 			if _, p, ok := strings.Cut(a.String(), "]:"); ok {
 				port = p
 			} else if i := strings.LastIndexByte(a.String(), ':'); i >= 0 {
@@ -92,9 +89,9 @@ func (s *Server) configMap() map[string]string {
 		"tsd.storage.max_tags":                    itoa(lim.MaxTags),
 		"tsd.storage.salt.buckets":                itoa(l.SaltBuckets),
 		"tsd.storage.salt.width":                  "1",
-		"tsd.storage.uid.width.metric":            itoa(l.MetricWidth),
-		"tsd.storage.uid.width.tagk":              itoa(l.TagKWidth),
-		"tsd.storage.uid.width.tagv":              itoa(l.TagVWidth),
+		"tsd.storage.uid.width.metric":            itoa(s.uids.Width(uid.Metric)),
+		"tsd.storage.uid.width.tagk":              itoa(s.uids.Width(uid.TagK)),
+		"tsd.storage.uid.width.tagv":              itoa(s.uids.Width(uid.TagV)),
 		"tsd.storage.fix_duplicates":              "true",
 		"tsd.core.socket.timeout":                 "0",
 		"hourglass.version":                       s.cfg.Version,
@@ -115,11 +112,12 @@ func (s *Server) configMap() map[string]string {
 
 // handleVersion is /api/version: OpenTSDB's fields, all strings, from the
 // build's own information.
-func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
-	writeOTSJSON(w, http.StatusOK, s.versionInfo())
+func (s *Handler) handleVersion(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, s.host.VersionInfo())
 }
 
-func otsHostname() string {
+// Hostname is the host tag of hourglass's own figures ("localhost" if unknown).
+func Hostname() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		return "localhost"
@@ -128,9 +126,9 @@ func otsHostname() string {
 }
 
 // handleDropCaches is /api/dropcaches.
-func (s *Server) handleDropCaches(w http.ResponseWriter, r *http.Request) {
-	s.head.UIDs().DropCaches()
-	writeOTSJSON(w, http.StatusOK, map[string]string{"message": "Caches dropped", "status": "200"})
+func (s *Handler) handleDropCaches(w http.ResponseWriter, r *http.Request) {
+	s.uids.DropCaches()
+	WriteJSON(w, http.StatusOK, map[string]string{"message": "Caches dropped", "status": "200"})
 }
 
 // statPoint is one figure of /api/stats and the telnet stats command.
@@ -145,9 +143,9 @@ type statPoint struct {
 // and every metric of the /metrics registry (counters and gauges as they
 // are, histograms and summaries as _count and _sum), each tagged with the
 // host and its own labels.
-func (s *Server) stats(now time.Time) []statPoint {
+func (s *Handler) stats(now time.Time) []statPoint {
 	ts := now.Unix()
-	host := opentsdb.Tag{Key: "host", Value: otsHostname()}
+	host := opentsdb.Tag{Key: "host", Value: Hostname()}
 	st := s.head.Stats()
 	out := []statPoint{
 		{"tsd.uptime", ts, strconv.FormatInt(int64(now.Sub(s.started).Seconds()), 10), []opentsdb.Tag{host}},
@@ -199,7 +197,7 @@ func (s *Server) stats(now time.Time) []statPoint {
 
 // handleStats is /api/stats: [{"metric","timestamp","value","tags"}], the
 // value a string as OpenTSDB writes it.
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleStats(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for i, st := range s.stats(time.Now()) {
@@ -224,11 +222,11 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 
 // handleStatsRuntime is /api/stats/jvm: there is no JVM, so it reports the
 // Go runtime under OpenTSDB's top-level keys.
-func (s *Server) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	now := time.Now()
-	writeOTSJSON(w, http.StatusOK, map[string]any{
+	WriteJSON(w, http.StatusOK, map[string]any{
 		"os": map[string]any{"name": runtime.GOOS, "arch": runtime.GOARCH, "availableProcessors": runtime.NumCPU()},
 		"runtime": map[string]any{
 			"name": "go", "version": runtime.Version(), "startTime": s.started.UnixMilli(),
@@ -250,7 +248,7 @@ func (s *Server) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 
 // handleStatsRegionClients is /api/stats/region_clients: hourglass has no
 // HBase region clients, so the list is empty.
-func (s *Server) handleStatsRegionClients(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleStatsRegionClients(w http.ResponseWriter, r *http.Request) {
 	writeOTSRaw(w, http.StatusOK, []byte("[]"))
 }
 
@@ -259,7 +257,7 @@ const maxStackDump = 16 << 20
 
 // handleStatsThreads is /api/stats/threads: the goroutines, in OpenTSDB's
 // thread shape (threadID, name, state, stack).
-func (s *Server) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -295,18 +293,18 @@ func (s *Server) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
 		threads = append(threads, t)
 	}
 	sort.Slice(threads, func(i, j int) bool { return threads[i].ThreadID < threads[j].ThreadID })
-	writeOTSJSON(w, http.StatusOK, threads)
+	WriteJSON(w, http.StatusOK, threads)
 }
 
 // handleSearch answers /api/search/<type> other than lookup: OpenTSDB needs
 // a search plugin for them and without one answers "Searching is not
 // enabled"; hourglass has none.
-func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) handleSearch(w http.ResponseWriter, r *http.Request) {
 	switch strings.ToLower(mux.Vars(r)["type"]) {
 	case "tsmeta", "tsmeta_summary", "tsuids", "uidmeta", "annotation":
-		writeOpenTSDBError(w, http.StatusBadRequest, "Searching is not enabled",
+		WriteError(w, http.StatusBadRequest, "Searching is not enabled",
 			"hourglass has no search plugin; /api/search/lookup works from the series index")
 	default:
-		writeOpenTSDBError(w, http.StatusBadRequest, "Invalid search query type supplied", "")
+		WriteError(w, http.StatusBadRequest, "Invalid search query type supplied", "")
 	}
 }

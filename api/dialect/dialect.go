@@ -1,0 +1,48 @@
+// Package dialect is what the server gives the HTTP handlers of a dialect
+// (api/opentsdbhttp, api/promhttp): reading request bodies within the
+// server's limits and decoding budget, timing and counting requests, the
+// points counter and the caller's rights. The server (package api)
+// implements Host; a dialect package imports this one, never api.
+package dialect
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reservation is what one request holds of the server's decoding budget.
+// Not safe for concurrent use; Release it once.
+type Reservation interface {
+	// Grow reserves n more bytes, if the budget allows.
+	Grow(n int64) bool
+	// Release gives back everything the reservation holds.
+	Release()
+}
+
+// Host is the server a dialect's handlers are mounted on.
+type Host interface {
+	// ReadBody reads a request body into buf, decompressing it by its
+	// Content-Encoding within the server's limits and decoding budget.
+	ReadBody(r *http.Request, buf *bytes.Buffer) error
+	// ReadSnappy decodes a snappy block from rd (bounded as sent) into buf,
+	// at most maxDecoded bytes, reserving them from res.
+	ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxDecoded int64, res Reservation) error
+	// BodyError turns a ReadBody or ReadSnappy error into a status and message.
+	BodyError(err error) (int, string)
+	// Reserve starts a reservation of the decoding budget.
+	Reserve() Reservation
+	// Timed counts and times the requests of a route, and logs its rejections.
+	Timed(route string, h http.HandlerFunc) http.HandlerFunc
+	// Points counts points received by dialect and outcome.
+	Points(dialect, outcome string) prometheus.Counter
+	// MayDelete reports whether the request may delete points.
+	MayDelete(r *http.Request) bool
+	// Addr is the address the server listens on (nil before Serve).
+	Addr() net.Addr
+	// VersionInfo is the build's version, as OpenTSDB's /api/version reports it.
+	VersionInfo() map[string]string
+}

@@ -1,0 +1,143 @@
+// Package opentsdbhttp is the OpenTSDB dialect's handlers: the /api/* HTTP
+// routes and the telnet-style line protocol's commands. They parse with
+// api/opentsdb (the pure codec), call ingest/ or query/, and encode. A
+// Handler is built from the narrow interfaces it uses (Deps), defined here
+// where they are consumed; internal/app supplies the concrete types and
+// package api mounts the routes on its server (dialect.Host).
+package opentsdbhttp
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"hourglass/api/dialect"
+	"hourglass/ingest"
+	"hourglass/meta"
+	"hourglass/query"
+	"hourglass/series"
+	"hourglass/uid"
+)
+
+// Config holds the dialect's limits and switches (api.Config gives them).
+type Config struct {
+	MaxBodyBytes        int64
+	MaxDecodedBytes     int64
+	TelnetMaxLine       int
+	TelnetIdleTimeout   time.Duration
+	QueryTimeout        time.Duration
+	Version             string
+	PutStreamBytes      int64
+	PutMaxBytes         int64
+	PutMaxErrors        int
+	LookupMaxResults    int
+	SuggestMaxResults   int
+	MaxAnnotations      int
+	LastMaxSeries       int
+	QueryLogSize        int
+	CORSDomains         string
+	CORSHeaders         string
+	SkipUnresolvedTagVs bool
+	AllowDelete         bool
+	SaltBuckets         int // the key layout's, for /api/config
+}
+
+// Writer appends points (ingest.Writer).
+type Writer interface {
+	NewBatch() *ingest.Batch
+	Limits() ingest.Limits
+}
+
+// Querier runs queries (query.Engine).
+type Querier interface {
+	Fetch(ctx context.Context, req query.Request) ([]query.Series, error)
+	Process(ctx context.Context, req query.Request, ss []query.Series) ([]query.Result, error)
+	Last(ctx context.Context, entries []*series.Entry, minT int64) ([]query.LastPoint, error)
+	Limits() query.Limits
+	CountTimeout()
+}
+
+// UIDs resolves and assigns the names' UIDs (uid.Table).
+type UIDs interface {
+	GetID(ctx context.Context, dst []byte, k uid.Kind, name string) ([]byte, error)
+	GetName(ctx context.Context, k uid.Kind, id []byte) (string, error)
+	Assign(ctx context.Context, k uid.Kind, name string) ([]byte, error)
+	Suggest(ctx context.Context, k uid.Kind, prefix string, max int) ([]string, error)
+	Rename(ctx context.Context, k uid.Kind, name, newName string) error
+	Width(k uid.Kind) int
+	DropCaches()
+}
+
+// Index looks series up (series.Index).
+type Index interface {
+	Select(metric string, matchers []series.Matcher, explicitTags bool, startMs, endMs int64) []*series.Entry
+	Lookup(tsuid []byte) *series.Entry
+	All(metric string, fn func(e *series.Entry) bool)
+	Metrics(prefix string) []string
+}
+
+// Deleter deletes the points of series in a time range.
+type Deleter interface {
+	Delete(ctx context.Context, ls []series.Labels, start, end int64) error
+}
+
+// Head is what the dialect reads of the head: its figures and a WAL sync.
+type Head interface {
+	Stats() series.Stats
+	SyncWAL() error
+}
+
+// Deps are what a Handler uses.
+type Deps struct {
+	Writer  Writer
+	Querier Querier
+	UIDs    UIDs
+	Index   Index
+	Deleter Deleter
+	Head    Head
+	Meta    *meta.Store // annotations, UID and TS meta
+}
+
+// Handler serves the OpenTSDB dialect. Create it with New.
+type Handler struct {
+	cfg     Config
+	host    dialect.Host
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	started time.Time
+
+	writer  Writer
+	engine  Querier
+	uids    UIDs
+	index   Index
+	deleter Deleter
+	head    Head
+	meta    *meta.Store
+	queries *queryLog
+
+	puts    sync.Pool
+	putOnce sync.Once
+}
+
+// New returns the dialect's handler over d, mounted on host. reg is
+// what /api/stats reports.
+func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{
+		cfg: cfg, host: host, log: log, reg: reg, started: time.Now(),
+		writer: d.Writer, engine: d.Querier, uids: d.UIDs, index: d.Index, deleter: d.Deleter,
+		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize),
+	}
+}
+
+// keyWidths are the UID widths a TSUID is made of.
+type keyWidths struct{ MetricWidth, TagKWidth, TagVWidth, SaltBuckets int }
+
+func (s *Handler) layout() keyWidths {
+	return keyWidths{s.uids.Width(uid.Metric), s.uids.Width(uid.TagK), s.uids.Width(uid.TagV), s.cfg.SaltBuckets}
+}
