@@ -159,7 +159,21 @@ type GenConfig struct {
 	// Churn is the fraction of hosts replaced per hour of data time: a
 	// replaced host's series stop and a new host's start. 0 for none.
 	Churn float64
+	// Values is how values are written: ValuesDecimal (the default, ""
+	// too) or ValuesFloat.
+	Values string
 }
+
+// The value modes of GenConfig.Values.
+const (
+	// ValuesDecimal: gauges with two decimals, counters and constants
+	// integers — values a decimal encoding suits.
+	ValuesDecimal = "decimal"
+	// ValuesFloat: gauges and counters full-precision float64s (random low
+	// bits, as a rate or a ratio a collector computes has), constants
+	// integers. The same series and timestamps as ValuesDecimal.
+	ValuesFloat = "float"
+)
 
 // Generator makes points as GenConfig says. It holds no mutable state: the
 // sources it hands out do. Safe for concurrent use.
@@ -187,6 +201,13 @@ func NewGenerator(cfg GenConfig) (*Generator, error) {
 	}
 	if cfg.Start.IsZero() {
 		return nil, errors.New("start time not set")
+	}
+	switch cfg.Values {
+	case "":
+		cfg.Values = ValuesDecimal
+	case ValuesDecimal, ValuesFloat:
+	default:
+		return nil, fmt.Errorf("values %q: want %s or %s", cfg.Values, ValuesDecimal, ValuesFloat)
 	}
 	g := &Generator{
 		cfg:      cfg,
@@ -298,6 +319,10 @@ type slot struct {
 	s      *Series
 	rng    *rand.Rand
 	cur    int64 // cents for a gauge, the count for a counter, the value for a constant
+	// float is set in ValuesFloat mode: gauges and counters move fcur
+	// instead of cur.
+	float bool
+	fcur  float64
 }
 
 func (g *Generator) reset(sl *slot, gen int64, tags []Tag) {
@@ -306,11 +331,16 @@ func (g *Generator) reset(sl *slot, gen int64, tags []Tag) {
 	sl.gen = gen
 	sl.s = &Series{Metric: md.Name, Kind: md.Kind, Tags: tags, Host: h}
 	sl.rng = rand.New(rand.NewPCG(g.cfg.Seed, mix(uint64(h), uint64(sl.metric))))
+	sl.float = g.cfg.Values == ValuesFloat && md.Kind != Constant
 	switch md.Kind {
 	case Gauge:
 		sl.cur = md.Lo + sl.rng.Int64N(md.Hi-md.Lo+1)
+		sl.fcur = float64(sl.cur) / 100
 	case Counter:
 		sl.cur = sl.rng.Int64N(md.Inc * 1000)
+		if sl.float { // only then: the decimal data stays what it was
+			sl.fcur = float64(sl.cur) + sl.rng.Float64()
+		}
 	case Constant:
 		switch md.Name {
 		case "mem_total_bytes":
@@ -327,6 +357,10 @@ func (g *Generator) reset(sl *slot, gen int64, tags []Tag) {
 // point).
 func (sl *slot) advance() {
 	md := &Metrics[sl.metric]
+	if sl.float {
+		sl.advanceFloat(md)
+		return
+	}
 	switch md.Kind {
 	case Gauge:
 		v := sl.cur + sl.rng.Int64N(2*md.Step+1) - md.Step
@@ -346,7 +380,33 @@ func (sl *slot) advance() {
 	}
 }
 
+// advanceFloat is advance in ValuesFloat mode: the same walks as advance,
+// in float64 with random low bits.
+func (sl *slot) advanceFloat(md *MetricDef) {
+	switch md.Kind {
+	case Gauge:
+		lo, hi := float64(md.Lo)/100, float64(md.Hi)/100
+		v := sl.fcur + (2*sl.rng.Float64()-1)*float64(md.Step)/100
+		if v < lo {
+			v = 2*lo - v
+		}
+		if v > hi {
+			v = 2*hi - v
+		}
+		sl.fcur = min(max(v, lo), hi)
+	case Counter:
+		if sl.rng.Int64N(md.ResetEvery) == 0 {
+			sl.fcur = sl.rng.Float64() * float64(md.Inc)
+			return
+		}
+		sl.fcur += float64(md.Inc) * (0.5 + sl.rng.Float64())
+	}
+}
+
 func (sl *slot) value() Value {
+	if sl.float {
+		return Value{Float: sl.fcur, IsFloat: true}
+	}
 	if Metrics[sl.metric].Kind == Gauge {
 		return Value{Float: float64(sl.cur) / 100, IsFloat: true}
 	}

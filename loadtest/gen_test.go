@@ -3,6 +3,7 @@ package loadtest
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -270,6 +271,7 @@ func TestNewGeneratorRejects(t *testing.T) {
 		{"negative churn", func(c *GenConfig) { c.Churn = -0.5 }},
 		{"NaN churn", func(c *GenConfig) { c.Churn = math.NaN() }},
 		{"no start", func(c *GenConfig) { c.Start = time.Time{} }},
+		{"unknown values", func(c *GenConfig) { c.Values = "decimals" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
@@ -281,5 +283,68 @@ func TestNewGeneratorRejects(t *testing.T) {
 	}
 	if _, err := NewGenerator(ok); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGeneratorFloatValues checks -values float: the same series and
+// timestamps as the decimal data, gauges and counters full-precision floats
+// with the same shapes, constants the same integers.
+func TestGeneratorFloatValues(t *testing.T) {
+	cfg := GenConfig{Seed: 3, Series: 120, Interval: 10 * time.Second, Start: t0, Steps: 300}
+	dec := collect(t, mustGen(t, cfg), 1, 1000)
+	cfg.Values = ValuesFloat
+	flt := collect(t, mustGen(t, cfg), 3, 77)
+	if len(flt) != len(dec) {
+		t.Fatalf("%d series, want the decimal data's %d", len(flt), len(dec))
+	}
+	long, total := 0, 0
+	for k, fp := range flt {
+		dp := dec[k]
+		if len(dp) != len(fp) {
+			t.Fatalf("%s: %d points, the decimal data has %d", k, len(fp), len(dp))
+		}
+		metric, _, _ := strings.Cut(k, "{")
+		md := Metrics[MetricIndex(metric)]
+		prev, first := 0.0, true
+		for i := range int64(cfg.Steps) {
+			ts := t0.UnixMilli() + i*10_000
+			v, ok := fp[ts]
+			if !ok {
+				t.Fatalf("%s: no point at %d", k, ts)
+			}
+			switch md.Kind {
+			case Constant:
+				if v != dp[ts] {
+					t.Fatalf("%s: constant %v, the decimal data has %v", k, v, dp[ts])
+				}
+				continue
+			case Gauge:
+				if !v.IsFloat || v.Float < float64(md.Lo)/100 || v.Float > float64(md.Hi)/100 {
+					t.Fatalf("%s: gauge %v outside [%d, %d] hundredths", k, v, md.Lo, md.Hi)
+				}
+				if !first && math.Abs(v.Float-prev) > float64(md.Step)/100+1e-9 {
+					t.Fatalf("%s: gauge stepped from %v to %v, more than %d hundredths", k, prev, v.Float, md.Step)
+				}
+			case Counter:
+				if !v.IsFloat || v.Float < 0 {
+					t.Fatalf("%s: counter %v", k, v)
+				}
+				if !first && v.Float <= prev && v.Float >= float64(md.Inc) {
+					t.Fatalf("%s: counter fell from %v to %v, not to a fresh start", k, prev, v.Float)
+				}
+			}
+			if back, err := strconv.ParseFloat(v.String(), 64); err != nil || back != v.Float {
+				t.Fatalf("%s: %v prints as %q, which reads back as %v", k, v.Float, v.String(), back)
+			}
+			total++
+			if len(strconv.FormatFloat(v.Float, 'g', -1, 64)) >= 14 { // 12+ significant digits
+				long++
+			}
+			prev, first = v.Float, false
+		}
+	}
+	// Full precision: nearly every value needs a dozen digits or more.
+	if total == 0 || float64(long) < 0.95*float64(total) {
+		t.Fatalf("%d of %d gauge and counter values have 12+ significant digits: not full-precision floats", long, total)
 	}
 }

@@ -153,6 +153,8 @@ type Report struct {
 	Requests          int64   `json:"requests"`
 	RequestErrors     int64   `json:"request_errors"`
 	Latency           Summary `json:"request_latency"`
+	// Disk is the server's data directory sampled while the run wrote.
+	Disk *DiskStats `json:"disk,omitempty"`
 
 	// Query runs.
 	Concurrency int                    `json:"concurrency,omitempty"`
@@ -251,6 +253,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\n  %s points/s\n", thousands(r.PointsPerSec))
 		fmt.Fprintf(&b, "  requests %d, failed %d; latency %s\n", r.Requests, r.RequestErrors, r.Latency.text())
+		if d := r.Disk; d != nil {
+			fmt.Fprintf(&b, "  data directory while writing: peak %s bytes, %s at the end (%d samples)", thousands(float64(d.PeakBytes)), thousands(float64(d.EndBytes)), d.Samples)
+			if d.Error != "" {
+				fmt.Fprintf(&b, "; sampling failed: %s", d.Error)
+			}
+			b.WriteString("\n")
+		}
 	}
 	if r.Mode == "query" {
 		fmt.Fprintf(&b, "  concurrency %d\n", r.Concurrency)

@@ -141,7 +141,7 @@ func TestTable(t *testing.T) {
 	}
 	write("w.json", &Report{Mode: "write", PointsSent: 2_000_000, PointsAccepted: 2_000_000, PointsPerSec: 1_234_567.4,
 		Server: &ServerStats{CPUSecondsPerMillionPoints: 0.7, PeakRSSBytes: 265e6}})
-	write("q.json", &Report{Mode: "query", Server: &ServerStats{PeakRSSBytes: 900e6}, Queries: map[string]*QueryStats{
+	write("q.json", &Report{Mode: "query", Dialect: QueryProm, Server: &ServerStats{PeakRSSBytes: 900e6}, Queries: map[string]*QueryStats{
 		KindRaw:  {Latency: Summary{Count: 10, P50: 1.234, P90: 12.34}},
 		KindLong: {Latency: Summary{Count: 3, P50: 150, P90: 170}, Errors: 3},
 	}})
@@ -161,12 +161,12 @@ func TestTable(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("%d lines, want header, rule and two rows:\n%s", len(lines), b.String())
 	}
-	for _, want := range []string{"| vm | prom-rw1 | 1,234,567 | 2,000,000 / 2,000,000 | 0.70 | 265 / 900 | 1.50 | 1.23 / 12.3 | — | — | — | failed (3) |"} {
+	for _, want := range []string{"| vm | prom-rw1 | 1,234,567 | 2,000,000 / 2,000,000 | 0.70 | 265 / 900 | — / 1.50 | PromQL | — | 1.23 / 12.3 | — | — | — | failed (3) |"} {
 		if lines[2] != want {
 			t.Fatalf("row\n%s\nwant\n%s", lines[2], want)
 		}
 	}
-	if !strings.HasPrefix(lines[3], "| hg | telnet | 1,234,567 |") || !strings.Contains(lines[3], "| — | — | — | — | — |") {
+	if !strings.HasPrefix(lines[3], "| hg | telnet | 1,234,567 |") || !strings.HasSuffix(lines[3], "| 0.70 | 265 | — | — | — | — | — | — | — | — |") {
 		t.Fatalf("row without query or disk: %s", lines[3])
 	}
 	if err := os.WriteFile(runs, []byte("vm\tprom-rw1\tw.json\n"), 0o644); err != nil {

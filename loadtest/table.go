@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -74,72 +75,283 @@ func ReadRuns(path string) ([]Run, error) {
 	return runs, sc.Err()
 }
 
-// WriteTable writes runs as one Markdown table: ingest points/s, server
-// CPU-s per million points, peak RSS (at the end of the writes, and at the
-// end of the queries where the row has them), bytes on disk per point, and
-// each query kind's median and p90 in milliseconds.
+// WriteTable writes runs as Markdown: one table of the absolute figures,
+// then, when the runs hold hourglass and a peer (a system whose name does
+// not start with "hourglass"), one of hourglass's figures divided by each
+// peer's (see WriteRatios).
+//
+// The absolute table: ingest points/s, server CPU-s per million points,
+// peak RSS (at the end of the writes, and at the end of the queries where
+// the row has them), bytes on disk per point (the peak sampled while
+// writing, and after the server stopped), the query run's language and
+// server CPU-s, and each query kind's median and p90 in milliseconds.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
-	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk |")
+	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk (peak writing / after stop) | queries in | query mix server CPU-s |")
 	for _, k := range QueryKinds {
 		fmt.Fprintf(&b, " %s p50 / p90 ms |", k)
 	}
-	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|")
+	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|---|---:|")
 	for range QueryKinds {
 		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
-	for _, r := range runs {
+	for i := range runs {
+		r := &runs[i]
 		fmt.Fprintf(&b, "| %s | %s |", r.System, r.Dialect)
-		wr := r.Write
-		if wr == nil {
-			b.WriteString(" — | — | — | — |")
+		if wr := r.Write; wr == nil {
+			b.WriteString(" — | — |")
 		} else {
 			fmt.Fprintf(&b, " %s | %s / %s |", thousands(wr.PointsPerSec),
-				thousands(float64(wr.PointsAccepted+wr.PointsUnconfirmed)), thousands(float64(wr.PointsSent)))
-			if wr.Server != nil && wr.Server.CPUSecondsPerMillionPoints > 0 {
-				fmt.Fprintf(&b, " %.2f |", wr.Server.CPUSecondsPerMillionPoints)
-			} else {
-				b.WriteString(" — |")
-			}
-			// Peak RSS while writing, then over the queries too (VmHWM
-			// only grows), when the row has a query run.
-			switch {
-			case wr.Server == nil || wr.Server.PeakRSSBytes <= 0:
-				b.WriteString(" — |")
-			case r.Query != nil && r.Query.Server != nil:
-				fmt.Fprintf(&b, " %.0f / %.0f |", float64(wr.Server.PeakRSSBytes)/1e6, float64(r.Query.Server.PeakRSSBytes)/1e6)
-			default:
-				fmt.Fprintf(&b, " %.0f |", float64(wr.Server.PeakRSSBytes)/1e6)
-			}
+				thousands(float64(storedPoints(wr))), thousands(float64(wr.PointsSent)))
 		}
-		if stored := storedPoints(wr); r.DiskBytes >= 0 && stored > 0 {
-			fmt.Fprintf(&b, " %.2f |", float64(r.DiskBytes)/float64(stored))
-		} else {
-			b.WriteString(" — |")
-		}
+		b.WriteString(cellf(fig(r, figCPU)))
+		b.WriteString(figPair(r, figRSSWrite, figRSSQuery, "%.0f"))
+		b.WriteString(figPair(r, figDiskPeak, figDiskAfter, "%.2f"))
+		b.WriteString(" " + queryLanguage(r) + " |")
+		b.WriteString(cellf(fig(r, figQueryCPU)))
 		for _, k := range QueryKinds {
-			q := (*QueryStats)(nil)
-			if r.Query != nil {
-				q = r.Query.Queries[k]
-			}
-			switch {
-			case q == nil:
-				b.WriteString(" — |")
-			case q.Errors > 0 && int64(q.Latency.Count) == q.Errors:
-				fmt.Fprintf(&b, " failed (%d) |", q.Errors)
-			default:
-				fmt.Fprintf(&b, " %s / %s", fmtMs(q.Latency.P50), fmtMs(q.Latency.P90))
-				if q.Errors > 0 {
-					fmt.Fprintf(&b, " (%d failed)", q.Errors)
-				}
-				b.WriteString(" |")
-			}
+			b.WriteString(queryCell(r, k))
 		}
 		b.WriteString("\n")
 	}
-	_, err := io.WriteString(w, b.String())
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return WriteRatios(w, runs)
+}
+
+// figure names one number of a run.
+type figure int
+
+const (
+	figPointsPerSec figure = iota
+	figCPU                 // server CPU-s per M points written
+	figRSSWrite            // peak RSS MB after the writes
+	figRSSQuery            // peak RSS MB after the queries
+	figDiskPeak            // bytes/point, the peak sampled while writing
+	figDiskAfter           // bytes/point after the server stopped
+	figQueryCPU            // server CPU-s over the query run
+)
+
+// fig returns one figure of r, and whether r has it.
+func fig(r *Run, f figure) (float64, bool) {
+	wr, q := r.Write, r.Query
+	stored := storedPoints(wr)
+	switch f {
+	case figPointsPerSec:
+		return pos(wr != nil, func() float64 { return wr.PointsPerSec })
+	case figCPU:
+		return pos(wr != nil && wr.Server != nil, func() float64 { return wr.Server.CPUSecondsPerMillionPoints })
+	case figRSSWrite:
+		return pos(wr != nil && wr.Server != nil, func() float64 { return float64(wr.Server.PeakRSSBytes) / 1e6 })
+	case figRSSQuery:
+		return pos(q != nil && q.Server != nil, func() float64 { return float64(q.Server.PeakRSSBytes) / 1e6 })
+	case figDiskPeak:
+		return pos(stored > 0 && wr.Disk != nil && wr.Disk.Samples > 0, func() float64 { return float64(wr.Disk.PeakBytes) / float64(stored) })
+	case figDiskAfter:
+		return pos(stored > 0 && r.DiskBytes >= 0, func() float64 { return float64(r.DiskBytes) / float64(stored) })
+	case figQueryCPU:
+		return pos(q != nil && q.Server != nil, func() float64 { return q.Server.CPUSeconds })
+	}
+	return 0, false
+}
+
+// pos is get() when have holds and it is positive.
+func pos(have bool, get func() float64) (float64, bool) {
+	if !have {
+		return 0, false
+	}
+	x := get()
+	return x, x > 0
+}
+
+// queryFig returns the p50 (p90 when p90) of kind k in r's query run, and
+// whether it has one: a kind that only failed has none.
+func queryFig(r *Run, k string, p90 bool) (float64, bool) {
+	if r.Query == nil {
+		return 0, false
+	}
+	q := r.Query.Queries[k]
+	if q == nil || int64(q.Latency.Count) == q.Errors || q.Latency.Count == 0 {
+		return 0, false
+	}
+	if p90 {
+		return q.Latency.P90, true
+	}
+	return q.Latency.P50, true
+}
+
+// pair prints "a / b", or a alone when there is no b, or "— / b".
+func pair(a float64, aok bool, b float64, bok bool, format string) string {
+	switch {
+	case !aok && !bok:
+		return " — |"
+	case !bok:
+		return " " + fmt.Sprintf(format, a) + " |"
+	case !aok:
+		return " — / " + fmt.Sprintf(format, b) + " |"
+	}
+	return " " + fmt.Sprintf(format, a) + " / " + fmt.Sprintf(format, b) + " |"
+}
+
+func queryCell(r *Run, k string) string {
+	var q *QueryStats
+	if r.Query != nil {
+		q = r.Query.Queries[k]
+	}
+	switch {
+	case q == nil:
+		return " — |"
+	case q.Errors > 0 && int64(q.Latency.Count) == q.Errors:
+		return fmt.Sprintf(" failed (%d) |", q.Errors)
+	}
+	s := " " + fmtMs(q.Latency.P50) + " / " + fmtMs(q.Latency.P90)
+	if q.Errors > 0 {
+		s += fmt.Sprintf(" (%d failed)", q.Errors)
+	}
+	return s + " |"
+}
+
+// queryLanguage names the language of r's query run: PromQL, /api/query.
+func queryLanguage(r *Run) string {
+	if r.Query == nil {
+		return "—"
+	}
+	switch r.Query.Dialect {
+	case QueryProm:
+		return "PromQL"
+	case QueryOpenTSDB:
+		return "/api/query"
+	}
+	return r.Query.Dialect
+}
+
+// isHourglass tells hourglass's rows from the peers'.
+func isHourglass(system string) bool { return strings.HasPrefix(system, "hourglass") }
+
+// WriteRatios writes, for every hourglass row and every peer, hourglass's
+// figure divided by the peer's: the write figures against the peer's row of
+// the same dialect, the query figures (whatever hourglass's query language)
+// against the peer's query run. Below 1 hourglass uses less or answers
+// sooner, except points/s, where above 1 hourglass is faster. It writes
+// nothing when there is no pair to divide.
+func WriteRatios(w io.Writer, runs []Run) error {
+	var peers []string
+	for _, r := range runs {
+		if !isHourglass(r.System) && !slices.Contains(peers, r.System) {
+			peers = append(peers, r.System)
+		}
+	}
+	var b strings.Builder
+	rows := 0
+	for _, peer := range peers {
+		var peerQuery *Run
+		for i := range runs {
+			if runs[i].System == peer && runs[i].Query != nil && peerQuery == nil {
+				peerQuery = &runs[i]
+			}
+		}
+		for i := range runs {
+			hg := &runs[i]
+			if !isHourglass(hg.System) {
+				continue
+			}
+			var pw *Run
+			for j := range runs {
+				if runs[j].System == peer && runs[j].Dialect == hg.Dialect && runs[j].Write != nil {
+					pw = &runs[j]
+					break
+				}
+			}
+			pq := peerQuery
+			if hg.Query == nil {
+				pq = nil
+			}
+			if pw == nil && pq == nil {
+				continue
+			}
+			rows++
+			b.WriteString(ratioRow(hg, peer, pw, pq))
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	var h strings.Builder
+	h.WriteString("\nRatios, hourglass ÷ peer (below 1: hourglass uses less, or answers sooner; points/s: above 1, hourglass is faster):\n\n")
+	h.WriteString("| hourglass ÷ peer | dialect | points/s | server CPU-s per M points | peak RSS (writes / with queries) | bytes/point on disk (peak writing / after stop) | queries in | query mix server CPU-s |")
+	for _, k := range QueryKinds {
+		fmt.Fprintf(&h, " %s p50 / p90 |", k)
+	}
+	h.WriteString("\n|---|---|---:|---:|---:|---:|---|---:|")
+	for range QueryKinds {
+		h.WriteString("---:|")
+	}
+	h.WriteString("\n")
+	_, err := io.WriteString(w, h.String()+b.String())
 	return err
+}
+
+// ratioRow is one row of WriteRatios: hg against the peer's write run pw
+// and query run pq (either may be nil).
+func ratioRow(hg *Run, peer string, pw, pq *Run) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %s ÷ %s | %s |", hg.System, peer, hg.Dialect)
+	div := func(f figure, p *Run) (float64, bool) {
+		if p == nil {
+			return 0, false
+		}
+		a, aok := fig(hg, f)
+		c, cok := fig(p, f)
+		return a / c, aok && cok
+	}
+	b.WriteString(cellf(div(figPointsPerSec, pw)))
+	b.WriteString(cellf(div(figCPU, pw)))
+	a, aok := div(figRSSWrite, pw)
+	c, cok := div(figRSSQuery, pq)
+	b.WriteString(pair(a, aok, c, cok, "%.2f"))
+	a, aok = div(figDiskPeak, pw)
+	c, cok = div(figDiskAfter, pw)
+	b.WriteString(pair(a, aok, c, cok, "%.2f"))
+	if pq == nil {
+		b.WriteString(" — | — |")
+	} else {
+		fmt.Fprintf(&b, " %s vs %s |", queryLanguage(hg), queryLanguage(pq))
+		b.WriteString(cellf(div(figQueryCPU, pq)))
+	}
+	for _, k := range QueryKinds {
+		if pq == nil {
+			b.WriteString(" — |")
+			continue
+		}
+		h50, ok1 := queryFig(hg, k, false)
+		h90, ok2 := queryFig(hg, k, true)
+		p50, ok3 := queryFig(pq, k, false)
+		p90, ok4 := queryFig(pq, k, true)
+		if !(ok1 && ok2 && ok3 && ok4) || p50 <= 0 || p90 <= 0 {
+			b.WriteString(" — |")
+			continue
+		}
+		fmt.Fprintf(&b, " %.2f / %.2f |", h50/p50, h90/p90)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// cellf is a cell with two decimals, or — without a figure.
+func cellf(x float64, ok bool) string {
+	if !ok {
+		return " — |"
+	}
+	return fmt.Sprintf(" %.2f |", x)
+}
+
+// figPair is pair of two figures of r.
+func figPair(r *Run, f1, f2 figure, format string) string {
+	a, aok := fig(r, f1)
+	b, bok := fig(r, f2)
+	return pair(a, aok, b, bok, format)
 }
 
 func storedPoints(r *Report) int64 {

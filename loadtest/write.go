@@ -64,6 +64,11 @@ type WriteConfig struct {
 	Label         string
 	// RequestTimeout bounds one request (default 60s).
 	RequestTimeout time.Duration
+	// DiskDir, if set, is the server's data directory: its files' sizes
+	// are summed every DiskEvery (default 500ms) while the run writes, and
+	// the peak goes in the report.
+	DiskDir   string
+	DiskEvery time.Duration
 }
 
 // progressState is shared by the workers and the progress line.
@@ -166,6 +171,7 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 	lastTs.Store(math.MinInt64)
 
 	start := time.Now()
+	disk := startDiskSampler(cfg.DiskDir, cfg.DiskEvery)
 	stopProgress := startProgress(cfg.Progress, cfg.ProgressEvery, start, st)
 	var wg sync.WaitGroup
 	for w := range cfg.Workers {
@@ -261,6 +267,7 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 	}
 	elapsed := time.Since(start)
 	stopProgress()
+	diskStats := disk.stop()
 	for _, s := range senders {
 		_ = s.close()
 	}
@@ -275,6 +282,7 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		Requests: st.requests.Load(), RequestErrors: st.failed.Load(),
 		Latency: st.lat.Summary(),
 		Errors:  st.errs.list(),
+		Disk:    diskStats,
 	}
 	if r.PointsSent > 0 {
 		r.FirstTs, r.LastTs = firstTs.Load(), lastTs.Load()

@@ -75,6 +75,7 @@ type genFlags struct {
 	start    string
 	churn    float64
 	live     bool
+	values   string
 }
 
 func (g *genFlags) register(fs *flag.FlagSet) {
@@ -85,6 +86,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.start, "start", "", "first timestamp: Unix seconds, RFC 3339, or a duration before now (-24h); "+
 		"default: -steps intervals before now for a backfill, now for -live; give the same value to write and query")
 	fs.Float64Var(&g.churn, "churn", 0, "fraction of hosts replaced per hour of data time (their series stop, new ones start)")
+	fs.StringVar(&g.values, "values", loadtest.ValuesDecimal, "values: decimal (gauges with two decimals, integer counters) or float (full-precision floats); give the same value to write and query")
 	fs.BoolVar(&g.live, "live", false, "send each step when its time comes, with timestamps of now, instead of a backfill as fast as allowed")
 }
 
@@ -94,7 +96,7 @@ func (g *genFlags) generator(now time.Time) (*loadtest.Generator, error) {
 		return nil, err
 	}
 	return loadtest.NewGenerator(loadtest.GenConfig{
-		Seed: g.seed, Series: g.series, Interval: g.interval, Start: start, Steps: g.steps, Churn: g.churn,
+		Seed: g.seed, Series: g.series, Interval: g.interval, Start: start, Steps: g.steps, Churn: g.churn, Values: g.values,
 	})
 }
 
@@ -194,6 +196,8 @@ func runWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.MaxSkew, "max-skew", 10*time.Minute, "how far in data time a worker may run ahead of the slowest (0: no bound)")
 	fs.BoolVar(&cfg.TelnetSync, "telnet-sync", true, "after each telnet batch, send version and wait for the reply (off for servers that answer nothing)")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", time.Minute, "time one request may take")
+	fs.StringVar(&cfg.DiskDir, "disk-dir", "", "the server's data directory: sum its files' sizes while writing and report the peak")
+	fs.DurationVar(&cfg.DiskEvery, "disk-every", 500*time.Millisecond, "time between two samples of -disk-dir")
 	fs.StringVar(&cfg.ConfirmURL, "confirm-url", "", "for telnet without -telnet-sync: a metrics page (Prometheus text format) to poll after the last batch until -confirm-series has grown by the points sent")
 	fs.StringVar(&cfg.ConfirmSeries, "confirm-series", "", `counter on -confirm-url that counts points stored, e.g. vm_rows_inserted_total{type="opentsdb"}`)
 	if err := parse(fs, args); err != nil {
