@@ -1,8 +1,12 @@
 package loadtest
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -109,4 +113,40 @@ func (d *diskSampler) stop() *DiskStats {
 	defer d.mu.Unlock()
 	st := d.st
 	return &st
+}
+
+// SampleDisk sums the sizes of the files under dir every period (500ms if
+// 0) until alive returns false or ctx is done, and returns the figures: the
+// peak while the server ran. The last sample is the last one taken while
+// alive still held.
+func SampleDisk(ctx context.Context, dir string, every time.Duration, alive func() bool) *DiskStats {
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	d := &diskSampler{st: DiskStats{Dir: dir}}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for alive() {
+		d.sample()
+		select {
+		case <-ctx.Done():
+			return &d.st
+		case <-t.C:
+		}
+	}
+	return &d.st
+}
+
+// ProcAlive tells whether process pid exists and is not a zombie (exited,
+// not yet waited for by its parent).
+func ProcAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
 }

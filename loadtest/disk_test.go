@@ -1,7 +1,9 @@
 package loadtest
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -67,5 +69,38 @@ func TestDiskSamplerPeak(t *testing.T) {
 	bad := startDiskSampler(filepath.Join(dir, "missing"), time.Second).stop()
 	if bad.Error == "" || bad.Samples != 0 {
 		t.Fatalf("sampling a missing directory: %+v, want an error and no samples", bad)
+	}
+}
+
+// TestSampleDiskUntilDead: sampling stops when the process is gone, and
+// ProcAlive tells a running process from an exited one.
+func TestSampleDiskUntilDead(t *testing.T) {
+	if !ProcAlive(os.Getpid()) {
+		t.Fatal("this process is not alive")
+	}
+	cmd := exec.Command("sleep", "0.3")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 42), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *DiskStats, 1)
+	go func() {
+		done <- SampleDisk(context.Background(), dir, 10*time.Millisecond, func() bool { return ProcAlive(cmd.Process.Pid) })
+	}()
+	var st *DiskStats
+	select {
+	case st = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SampleDisk still running 10s after its process exited (a zombie counted as alive?)")
+	}
+	if st.Samples < 2 || st.PeakBytes != 42 || st.EndBytes != 42 {
+		t.Fatalf("stats %+v: want 2+ samples of 42 bytes", st)
+	}
+	_ = cmd.Wait()
+	if ProcAlive(cmd.Process.Pid) {
+		t.Fatal("an exited process is alive")
 	}
 }

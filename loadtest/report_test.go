@@ -146,7 +146,7 @@ func TestTable(t *testing.T) {
 		KindLong: {Latency: Summary{Count: 3, P50: 150, P90: 170}, Errors: 3},
 	}})
 	runs := filepath.Join(dir, "runs.tsv")
-	if err := os.WriteFile(runs, []byte("# comment\nvm\tprom-rw1\tw.json\tq.json\t3000000\nhg\ttelnet\tw.json\t-\t-\n"), 0o644); err != nil {
+	if err := os.WriteFile(runs, []byte("# comment\nvm\tprom-rw1\tw.json\tq.json\t3000000\nhg\ttelnet\tw.json\t-\t-\nhg\tprom-rw2\tw.json\t-\t-\t5000000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := ReadRuns(runs)
@@ -158,8 +158,11 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d lines, want header, rule and two rows:\n%s", len(lines), b.String())
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want header, rule and three rows:\n%s", len(lines), b.String())
+	}
+	if want := "| hg | prom-rw2 | 1,234,567 | 2,000,000 / 2,000,000 | 0.70 | 265 | 2.50 / — |"; !strings.HasPrefix(lines[4], want) {
+		t.Fatalf("row with the sixth column (peak while running)\n%s\nwant it to start\n%s", lines[4], want)
 	}
 	for _, want := range []string{"| vm | prom-rw1 | 1,234,567 | 2,000,000 / 2,000,000 | 0.70 | 265 / 900 | — / 1.50 | PromQL | — | 1.23 / 12.3 | — | — | — | failed (3) |"} {
 		if lines[2] != want {

@@ -12,18 +12,23 @@ import (
 )
 
 // Run is one row of a comparison: a system and dialect, its write report,
-// optionally a query report, and the bytes its data took on disk after the
-// server flushed and stopped.
+// optionally a query report, the bytes its data took on disk after the
+// server flushed and stopped, and the peak while it ran.
 type Run struct {
 	System, Dialect string
 	Write, Query    *Report
 	DiskBytes       int64 // -1 when not measured
+	// DiskPeakBytes is the peak sampled over the server's whole run; -1
+	// when not measured (the write report's peak, if any, is used then).
+	DiskPeakBytes int64
 }
 
 // ReadRuns reads a runs file, one run a line, tab-separated:
 //
-//	system  dialect  write-report.json  query-report.json|-  disk-bytes|-
+//	system  dialect  write-report.json  query-report.json|-  disk-bytes|-  [peak-disk-bytes|-]
 //
+// disk-bytes is measured after the server stopped, peak-disk-bytes (the
+// sixth column may be left out) while it ran.
 // Report paths are relative to the runs file's folder. Blank lines and
 // lines starting with # are skipped.
 func ReadRuns(path string) ([]Run, error) {
@@ -55,10 +60,10 @@ func ReadRuns(path string) ([]Run, error) {
 			continue
 		}
 		col := strings.Split(line, "\t")
-		if len(col) != 5 {
-			return nil, fmt.Errorf("%s:%d: %d columns, want 5 (system, dialect, write report, query report, disk bytes)", path, ln, len(col))
+		if len(col) != 5 && len(col) != 6 {
+			return nil, fmt.Errorf("%s:%d: %d columns, want 5 or 6 (system, dialect, write report, query report, disk bytes, peak disk bytes)", path, ln, len(col))
 		}
-		r := Run{System: col[0], Dialect: col[1], DiskBytes: -1}
+		r := Run{System: col[0], Dialect: col[1], DiskBytes: -1, DiskPeakBytes: -1}
 		if r.Write, err = read(col[2]); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, ln, err)
 		}
@@ -68,6 +73,11 @@ func ReadRuns(path string) ([]Run, error) {
 		if col[4] != "-" {
 			if r.DiskBytes, err = strconv.ParseInt(col[4], 10, 64); err != nil {
 				return nil, fmt.Errorf("%s:%d: disk bytes: %w", path, ln, err)
+			}
+		}
+		if len(col) == 6 && col[5] != "-" {
+			if r.DiskPeakBytes, err = strconv.ParseInt(col[5], 10, 64); err != nil {
+				return nil, fmt.Errorf("%s:%d: peak disk bytes: %w", path, ln, err)
 			}
 		}
 		runs = append(runs, r)
@@ -82,12 +92,12 @@ func ReadRuns(path string) ([]Run, error) {
 //
 // The absolute table: ingest points/s, server CPU-s per million points,
 // peak RSS (at the end of the writes, and at the end of the queries where
-// the row has them), bytes on disk per point (the peak sampled while
-// writing, and after the server stopped), the query run's language and
+// the row has them), bytes on disk per point (the peak sampled while the
+// server ran, or else while writing, and after the server stopped), the query run's language and
 // server CPU-s, and each query kind's median and p90 in milliseconds.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
-	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk (peak writing / after stop) | queries in | query mix server CPU-s |")
+	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |")
 	for _, k := range QueryKinds {
 		fmt.Fprintf(&b, " %s p50 / p90 ms |", k)
 	}
@@ -107,7 +117,9 @@ func WriteTable(w io.Writer, runs []Run) error {
 		}
 		b.WriteString(cellf(fig(r, figCPU)))
 		b.WriteString(figPair(r, figRSSWrite, figRSSQuery, "%.0f"))
-		b.WriteString(figPair(r, figDiskPeak, figDiskAfter, "%.2f"))
+		dp, dpok := fig(r, figDiskPeak)
+		da, daok := fig(r, figDiskAfter)
+		b.WriteString(both(dp, dpok, da, daok, "%.2f"))
 		b.WriteString(" " + queryLanguage(r) + " |")
 		b.WriteString(cellf(fig(r, figQueryCPU)))
 		for _, k := range QueryKinds {
@@ -148,6 +160,9 @@ func fig(r *Run, f figure) (float64, bool) {
 	case figRSSQuery:
 		return pos(q != nil && q.Server != nil, func() float64 { return float64(q.Server.PeakRSSBytes) / 1e6 })
 	case figDiskPeak:
+		if stored > 0 && r.DiskPeakBytes >= 0 {
+			return pos(true, func() float64 { return float64(r.DiskPeakBytes) / float64(stored) })
+		}
 		return pos(stored > 0 && wr.Disk != nil && wr.Disk.Samples > 0, func() float64 { return float64(wr.Disk.PeakBytes) / float64(stored) })
 	case figDiskAfter:
 		return pos(stored > 0 && r.DiskBytes >= 0, func() float64 { return float64(r.DiskBytes) / float64(stored) })
@@ -184,15 +199,24 @@ func queryFig(r *Run, k string, p90 bool) (float64, bool) {
 
 // pair prints "a / b", or a alone when there is no b, or "— / b".
 func pair(a float64, aok bool, b float64, bok bool, format string) string {
-	switch {
-	case !aok && !bok:
-		return " — |"
-	case !bok:
+	if aok && !bok {
 		return " " + fmt.Sprintf(format, a) + " |"
-	case !aok:
-		return " — / " + fmt.Sprintf(format, b) + " |"
 	}
-	return " " + fmt.Sprintf(format, a) + " / " + fmt.Sprintf(format, b) + " |"
+	return both(a, aok, b, bok, format)
+}
+
+// both prints "a / b", either "—" when missing, or one "—" for neither.
+func both(a float64, aok bool, b float64, bok bool, format string) string {
+	if !aok && !bok {
+		return " — |"
+	}
+	f := func(x float64, ok bool) string {
+		if !ok {
+			return "—"
+		}
+		return fmt.Sprintf(format, x)
+	}
+	return " " + f(a, aok) + " / " + f(b, bok) + " |"
 }
 
 func queryCell(r *Run, k string) string {
@@ -280,7 +304,7 @@ func WriteRatios(w io.Writer, runs []Run) error {
 	}
 	var h strings.Builder
 	h.WriteString("\nRatios, hourglass ÷ peer (below 1: hourglass uses less, or answers sooner; points/s: above 1, hourglass is faster):\n\n")
-	h.WriteString("| hourglass ÷ peer | dialect | points/s | server CPU-s per M points | peak RSS (writes / with queries) | bytes/point on disk (peak writing / after stop) | queries in | query mix server CPU-s |")
+	h.WriteString("| hourglass ÷ peer | dialect | points/s | server CPU-s per M points | peak RSS (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |")
 	for _, k := range QueryKinds {
 		fmt.Fprintf(&h, " %s p50 / p90 |", k)
 	}
@@ -313,7 +337,7 @@ func ratioRow(hg *Run, peer string, pw, pq *Run) string {
 	b.WriteString(pair(a, aok, c, cok, "%.2f"))
 	a, aok = div(figDiskPeak, pw)
 	c, cok = div(figDiskAfter, pw)
-	b.WriteString(pair(a, aok, c, cok, "%.2f"))
+	b.WriteString(both(a, aok, c, cok, "%.2f"))
 	if pq == nil {
 		b.WriteString(" — | — |")
 	} else {

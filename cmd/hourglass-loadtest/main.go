@@ -5,6 +5,7 @@
 //	hourglass-loadtest write -dialect opentsdb-put -url http://127.0.0.1:4242 -series 5000 -steps 8640
 //	hourglass-loadtest query -query-dialect prom -url http://127.0.0.1:4242 -start 1700000000 -steps 8640
 //	hourglass-loadtest table runs.tsv
+//	hourglass-loadtest du -dir /var/lib/hourglass -pid 1234
 //
 // The data is the same for the same -seed, -series, -interval, -steps,
 // -start and -churn, so a query run given the write run's flags asks for data
@@ -13,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,11 +38,12 @@ func main() {
 	}
 }
 
-const usage = `usage: hourglass-loadtest write|query|table [flags]
+const usage = `usage: hourglass-loadtest write|query|table|du [flags]
 
   write   generate series and write them in one dialect (-dialect)
   query   replay a dashboard query mix (-query-dialect)
   table   set the reports listed in a runs file side by side (Markdown)
+  du      sample a server's data directory until the server exits (peak bytes)
 
 Run "hourglass-loadtest write -help" for the flags of each.`
 
@@ -58,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runQuery(ctx, args[1:], stdout, stderr)
 	case "table":
 		return runTable(args[1:], stdout, stderr)
+	case "du":
+		return runDu(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -297,6 +302,45 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return loadtest.WriteTable(stdout, runs)
+}
+
+// runDu samples a data directory while a process lives and prints the peak
+// of its files' sizes in bytes (the whole report as JSON with -json).
+func runDu(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("du", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "the data directory (required)")
+	pid := fs.Int("pid", 0, "sample while this process lives (required)")
+	every := fs.Duration("every", 500*time.Millisecond, "time between two samples")
+	maxD := fs.Duration("max", 6*time.Hour, "stop after this long in any case")
+	jsonPath := fs.String("json", "", "also write the figures as JSON to this file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *pid <= 0 {
+		return errors.New("du needs -dir and -pid")
+	}
+	if *every <= 0 || *maxD <= 0 {
+		return errors.New("-every and -max must be positive")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *maxD)
+	defer cancel()
+	st := loadtest.SampleDisk(ctx, *dir, *every, func() bool { return loadtest.ProcAlive(*pid) })
+	if *jsonPath != "" {
+		b, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if st.Samples == 0 {
+		fmt.Fprintln(stdout, "-")
+		return fmt.Errorf("no sample of %s taken: %s", *dir, st.Error)
+	}
+	fmt.Fprintln(stdout, st.PeakBytes)
+	return nil
 }
 
 // hostPort returns the host:port of a URL, or the text as given.

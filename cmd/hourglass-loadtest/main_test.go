@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +48,38 @@ func TestRunRejects(t *testing.T) {
 		{"write", "stray"},
 		{"query", "-query-dialect", "sql"},
 		{"table"},
+		{"du", "-dir", "/"},
+		{"du", "-pid", "1"},
+		{"du", "-dir", "/nonexistent-hourglass-dir", "-pid", "1", "-max", "1s"},
 	} {
 		var out, errb bytes.Buffer
 		if err := run(args, &out, &errb); err == nil {
 			t.Errorf("run(%q) succeeded", strings.Join(args, " "))
 		}
+	}
+}
+
+// TestDu: du samples until the process is gone and prints the peak.
+func TestDu(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), make([]byte, 1234), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "0.2")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	defer cmd.Wait() //nolint:errcheck
+	var out, errb bytes.Buffer
+	js := filepath.Join(dir, "..", "du.json")
+	if err := run([]string{"du", "-dir", dir, "-pid", strconv.Itoa(cmd.Process.Pid), "-every", "10ms", "-max", "20s", "-json", js}, &out, &errb); err != nil {
+		t.Fatalf("du: %v (%s)", err, errb.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "1234" {
+		t.Fatalf("du printed %q, want 1234", got)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil || !strings.Contains(string(b), `"peak_bytes": 1234`) {
+		t.Fatalf("du -json wrote %s (%v)", b, err)
 	}
 }
