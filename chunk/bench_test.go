@@ -168,6 +168,66 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeBlock is BenchmarkDecode (the chosen encodings) read by
+// Block: a loop over slices instead of a Next and an At per point.
+func BenchmarkDecodeBlock(b *testing.B) {
+	for _, d := range benchData {
+		b.Run(d.name, func(b *testing.B) {
+			c, err := Append(nil, testBase, d.pts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(c)))
+			b.ReportAllocs()
+			var it Iterator
+			var sum uint64
+			clk := startCPU()
+			for b.Loop() {
+				it.Reset(c, testBase)
+				for ok := it.Next(); ok; ok = it.Next() {
+					blk := it.Block()
+					for i, t := range blk.T {
+						sum += uint64(t) + blk.Value(i).Bits()
+					}
+				}
+			}
+			if it.Err() != nil {
+				b.Fatal(it.Err())
+			}
+			reportPerPoint(b, clk, len(d.pts), len(c))
+		})
+	}
+}
+
+// BenchmarkFirst measures finding a chunk's first timestamp: First reads
+// the header; Next and At decode a batch of 64 points first.
+func BenchmarkFirst(b *testing.B) {
+	c, err := Append(nil, testBase, genGauge())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var it Iterator
+	var sum int64
+	b.Run("First", func(b *testing.B) {
+		clk := startCPU()
+		for b.Loop() {
+			it.Reset(c, testBase)
+			sum += it.First()
+		}
+		reportCPUPerOp(b, clk)
+	})
+	b.Run("NextAt", func(b *testing.B) {
+		clk := startCPU()
+		for b.Loop() {
+			it.Reset(c, testBase)
+			it.Next()
+			t, _ := it.At()
+			sum += t
+		}
+		reportCPUPerOp(b, clk)
+	})
+}
+
 // BenchmarkDecodeSlice measures Decode into a reused slice.
 func BenchmarkDecodeSlice(b *testing.B) {
 	for _, d := range benchData {
@@ -301,9 +361,14 @@ func BenchmarkChunkSize(b *testing.B) {
 					b.Fatal("seek failed")
 				}
 			}
-			if t, ok := processCPU(); ok && clk.ok {
-				b.ReportMetric(float64((t-clk.start).Nanoseconds())/float64(b.N), "cpu-ns/op")
-			}
+			reportCPUPerOp(b, clk)
 		})
+	}
+}
+
+// reportCPUPerOp reports the process CPU time per op (see processCPU).
+func reportCPUPerOp(b *testing.B, c cpuClock) {
+	if t, ok := processCPU(); ok && c.ok {
+		b.ReportMetric(float64((t-c.start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -23,10 +23,11 @@ type Iterator struct {
 	vs seqDec // values of int and decimal chunks; vs.r reads xor values too
 
 	base    int64
-	count   int // points in the chunk
-	decoded int // points decoded into the buffers so far
-	n       int // points in the buffers
-	pos     int // the current point's index in the buffers
+	first   int64 // the first point's timestamp
+	count   int   // points in the chunk
+	decoded int   // points decoded into the buffers so far
+	n       int   // points in the buffers
+	pos     int   // the current point's index in the buffers
 	enc     encoding
 	scale   float64 // 10^k of a decimal or mixed-decimal chunk
 	iscale  int64   // 10^k as an int64 of a mixed-decimal chunk, 0 beyond 10^18
@@ -120,10 +121,15 @@ func (it *Iterator) reset(b []byte, base int64) error {
 	off += n
 
 	// Timestamps.
+	seq := off
 	off, err := it.ts.header(b, off, int(count), true)
 	if err != nil {
 		return err
 	}
+	if uint64(it.ts.x) >= HourMillis {
+		return corrupt(seq, "first timestamp outside the hour")
+	}
+	it.first = base + it.ts.x
 	tsLen, n := binary.Uvarint(b[off:])
 	if n <= 0 || tsLen > uint64(len(b)-off-n) {
 		return corrupt(off, "bad timestamp stream length")
@@ -696,6 +702,11 @@ func (it *Iterator) SeekTo(t int64) bool {
 		}
 	}
 }
+
+// First returns the timestamp of the chunk's first point, which the header
+// holds: it decodes nothing. It is valid after Reset returned nil, whatever
+// the position; the later points are checked to follow it as they decode.
+func (it *Iterator) First() int64 { return it.first }
 
 // Err returns the error that ended the iteration, or nil.
 func (it *Iterator) Err() error { return it.err }

@@ -132,6 +132,15 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// By blocks, from inside the first batch: the same points.
+		byBlock, err := blockPoints(t, b, math.MinInt64, len(b)%3)
+		if err != nil {
+			t.Fatalf("Decode succeeded, by blocks: %v", err)
+		}
+		checkSame(t, byBlock, pts)
+		if it.Reset(b, testBase); it.First() != pts[0].T {
+			t.Fatalf("First = %d, first point at %d", it.First(), pts[0].T)
+		}
 		c, err := Append(nil, testBase, pts)
 		if err != nil {
 			t.Fatalf("decoded points do not encode: %v", err)
