@@ -31,6 +31,9 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, errSoakFailed) {
+			os.Exit(1)
+		}
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "hourglass-loadtest:", err)
 		}
@@ -43,6 +46,8 @@ const usage = `usage: hourglass-loadtest write|query|table|du [flags]
   write   generate series and write them in one dialect (-dialect)
   query   replay a dashboard query mix (-query-dialect)
   table   set the reports listed in a runs file side by side (Markdown)
+  soak    measure the maximum ingest, then write at a fraction of it with the
+          query mix running and the server's RSS watched (exit 1 on failure)
   du      sample a server's data directory until the server exits (peak bytes)
 
 Run "hourglass-loadtest write -help" for the flags of each.`
@@ -61,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runQuery(ctx, args[1:], stdout, stderr)
 	case "table":
 		return runTable(args[1:], stdout, stderr)
+	case "soak":
+		return runSoak(ctx, args[1:], stdout, stderr)
 	case "du":
 		return runDu(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestSoakCommand runs the soak subcommand against an in-process fake
+// server, the test process standing in as the server whose memory is read.
+func TestSoakCommand(t *testing.T) {
+	var failOpenTSDB atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/api/v1/write":
+			w.WriteHeader(http.StatusNoContent)
+		case "/api/v1/query_range":
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+		case "/api/query":
+			if failOpenTSDB.Load() {
+				http.Error(w, `{"error":{"code":400,"message":"no"}}`, 400)
+				return
+			}
+			fmt.Fprint(w, `[]`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	js := filepath.Join(t.TempDir(), "soak.json")
+	args := []string{"soak", "-url", srv.URL, "-pid", strconv.Itoa(os.Getpid()), "-rate", "2000", "-series", "24",
+		"-duration", "700ms", "-warmup", "0s", "-sample", "100ms", "-max-slope", "1e9", "-max-spread", "1e9", "-quiet", "-json", js}
+	var out, errOut bytes.Buffer
+	if err := run(args, &out, &errOut); err != nil {
+		t.Fatalf("soak: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "PASS") || !strings.Contains(out.String(), "target 2,000 points/s") {
+		t.Fatalf("report:\n%s", out.String())
+	}
+	b, err := os.ReadFile(js)
+	if err != nil || !bytes.Contains(b, []byte(`"target_points_per_second": 2000`)) {
+		t.Fatalf("JSON report (%v):\n%s", err, b)
+	}
+	failOpenTSDB.Store(true)
+	out.Reset()
+	if err := run(args, &out, &errOut); !errors.Is(err, errSoakFailed) || !strings.Contains(out.String(), "FAIL: queries opentsdb") {
+		t.Fatalf("failing soak: %v\n%s", err, out.String())
+	}
+	if err := run([]string{"soak", "-url", srv.URL, "-pid", "1", "-measure", "0s", "-quiet"}, &out, &errOut); err == nil || errors.Is(err, errSoakFailed) {
+		t.Fatalf("a soak with neither rate nor measure: %v", err)
+	}
+}

@@ -1,0 +1,429 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// SoakConfig says how to soak a server: measure its maximum ingest, then
+// write at a fraction of it with live timestamps while the query mix runs
+// in both dialects, and watch its resident memory.
+type SoakConfig struct {
+	// Write holds the dialect, URL, workers, batch size and request timeout
+	// of both phases; its Rate, Duration, Live, MaxPoints and Progress are
+	// set by Soak.
+	Write WriteConfig
+	// Series and Seed make the data of both phases.
+	Series int
+	Seed   uint64
+	// Measure is how long the flat-out write runs (a backfill of the 48
+	// hours before now, 10 s apart); 0 skips it and Rate must be set.
+	Measure time.Duration
+	// Fraction of the measured maximum to write at (0.8); Rate, when
+	// positive, is the rate itself and the measure is skipped.
+	Fraction, Rate float64
+	// Duration of the soak; Warmup is how much of its start the memory
+	// verdict ignores; SampleEvery is the period of the RSS samples.
+	Duration, Warmup, SampleEvery time.Duration
+	// QueryDialects are run side by side, each at QueryConcurrency;
+	// QueryRange, QueryLongRange and QueryStep size the mix (see
+	// QueryConfig), the range ending at the time each query is sent.
+	QueryDialects                         []string
+	QueryConcurrency                      int
+	QueryRange, QueryLongRange, QueryStep time.Duration
+	// MaxSlope (MB per minute) and MaxSpread (a fraction of the median)
+	// define flat: after the warm-up, the least-squares slope of RSS over
+	// time is at most MaxSlope, and the largest sample at most
+	// (1+MaxSpread) × the median.
+	MaxSlope, MaxSpread float64
+	// PID is the server process (required: the soak is about its memory).
+	PID int
+	// Progress receives a line per sample; nil for none.
+	Progress io.Writer
+}
+
+// RSSSample is the server's resident memory at a time into the soak.
+type RSSSample struct {
+	Seconds float64 `json:"seconds"`
+	Bytes   int64   `json:"bytes"`
+}
+
+// RSSFit summarises the samples after the warm-up.
+type RSSFit struct {
+	Samples  int     `json:"samples"`
+	MinMB    float64 `json:"min_mb"`
+	MaxMB    float64 `json:"max_mb"`
+	MedianMB float64 `json:"median_mb"`
+	// SlopeMBPerMin is the least-squares slope of RSS over time.
+	SlopeMBPerMin float64 `json:"slope_mb_per_min"`
+}
+
+// SoakQueries is one dialect's queries over the whole soak.
+type SoakQueries struct {
+	Rounds   int                    `json:"rounds"`
+	Queries  int64                  `json:"queries"`
+	Errors   int64                  `json:"errors"`
+	Empty    int64                  `json:"empty_answers"`
+	Kinds    map[string]*QueryStats `json:"kinds"`
+	Messages []ErrorCount           `json:"error_messages,omitempty"`
+}
+
+// SoakReport is the outcome of a soak.
+type SoakReport struct {
+	Measure    *Report                 `json:"measure,omitempty"`
+	MaxRate    float64                 `json:"max_points_per_second"`
+	TargetRate float64                 `json:"target_points_per_second"`
+	IntervalMs int64                   `json:"interval_ms"`
+	Write      *Report                 `json:"write"`
+	Queries    map[string]*SoakQueries `json:"queries"`
+	RSS        []RSSSample             `json:"rss"`
+	Fit        RSSFit                  `json:"rss_after_warmup"`
+	MaxSlope   float64                 `json:"max_slope_mb_per_min"`
+	MaxSpread  float64                 `json:"max_spread"`
+	// ServerCPUSeconds is the server's CPU time over the soak phase.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+	// Failures say why the soak failed; none when it passed.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Passed reports whether the soak found no error and flat memory.
+func (r *SoakReport) Passed() bool { return len(r.Failures) == 0 }
+
+func (c *SoakConfig) check() error {
+	switch {
+	case c.PID <= 0:
+		return errors.New("soak: the server's pid is required")
+	case c.Series <= 0:
+		return fmt.Errorf("soak: series %d: must be positive", c.Series)
+	case c.Duration <= 0 || c.SampleEvery <= 0:
+		return errors.New("soak: duration and sample period must be positive")
+	case c.Warmup < 0 || c.Warmup >= c.Duration:
+		return fmt.Errorf("soak: warm-up %v must be shorter than the duration %v", c.Warmup, c.Duration)
+	case c.Rate <= 0 && (c.Measure <= 0 || c.Fraction <= 0 || c.Fraction > 1):
+		return errors.New("soak: give a rate, or a measure time and a fraction in (0, 1]")
+	case c.QueryConcurrency < 1 || len(c.QueryDialects) == 0:
+		return errors.New("soak: at least one query dialect at concurrency 1 or more")
+	}
+	return nil
+}
+
+// Soak runs the soak and returns its report; an error is a soak that could
+// not run, a failed soak is a report with Failures.
+func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	rep := &SoakReport{MaxSlope: cfg.MaxSlope, MaxSpread: cfg.MaxSpread, TargetRate: cfg.Rate}
+	if cfg.Rate <= 0 {
+		m, err := measure(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("measuring the maximum ingest: %w", err)
+		}
+		rep.Measure, rep.MaxRate = m, m.PointsPerSec
+		rep.TargetRate = cfg.Fraction * m.PointsPerSec
+		if m.RequestErrors > 0 || m.PointsRejected > 0 {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("measure: %d failed requests, %d points rejected", m.RequestErrors, m.PointsRejected))
+		}
+		if rep.TargetRate <= 0 {
+			return rep, errors.New("the measure accepted no point")
+		}
+	}
+	// Live steps of all series at the target rate: the interval that makes
+	// Series points take 1/TargetRate seconds each, rounded up to the ms.
+	rep.IntervalMs = max(1, int64(math.Ceil(float64(cfg.Series)*1000/rep.TargetRate)))
+	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series,
+		Interval: time.Duration(rep.IntervalMs) * time.Millisecond, Start: time.Now().Truncate(time.Millisecond)})
+	if err != nil {
+		return nil, err
+	}
+	// The raw query asks for one point a step: at most 5,000 steps, under
+	// Prometheus' 11,000 a query_range may have.
+	cfg.QueryRange = min(cfg.QueryRange, 5000*time.Duration(rep.IntervalMs)*time.Millisecond)
+	cpu0, err := ProcCPU(cfg.PID)
+	if err != nil {
+		return nil, fmt.Errorf("server pid %d: %w", cfg.PID, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sampleErr error
+	wg.Go(func() { rep.RSS, sampleErr = sampleRSS(sctx, cfg.PID, start, cfg.SampleEvery, cfg.Progress) })
+	rep.Queries = make(map[string]*SoakQueries, len(cfg.QueryDialects))
+	for _, d := range cfg.QueryDialects {
+		sq := &SoakQueries{}
+		rep.Queries[d] = sq
+		wg.Go(func() { queryLoop(sctx, g, cfg, d, sq) })
+	}
+	wcfg := cfg.Write
+	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = rep.TargetRate, cfg.Duration, true, 0
+	wcfg.ServerPID, wcfg.Progress = cfg.PID, nil
+	rep.Write, err = Write(sctx, g, wcfg)
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("soak writes: %w", err)
+	}
+	if cpu, err := ProcCPU(cfg.PID); err == nil {
+		rep.ServerCPUSeconds = cpu - cpu0
+	}
+	if peak, _, err := ProcMemory(cfg.PID); err == nil {
+		rep.PeakRSSBytes = peak
+	}
+	if sampleErr != nil {
+		rep.Failures = append(rep.Failures, "sampling the server's memory: "+sampleErr.Error())
+	}
+	rep.judge(cfg.Warmup)
+	return rep, nil
+}
+
+// measure writes flat out for cfg.Measure: a backfill of the 48 hours
+// before now at a 10 s interval, so it ends before the soak's live data
+// begins.
+func measure(ctx context.Context, cfg SoakConfig) (*Report, error) {
+	const interval = 10 * time.Second
+	steps := int(48 * time.Hour / interval)
+	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: interval, Steps: steps,
+		Start: time.Now().Truncate(interval).Add(-time.Duration(steps+1) * interval)})
+	if err != nil {
+		return nil, err
+	}
+	wcfg := cfg.Write
+	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = 0, cfg.Measure, false, 0
+	wcfg.ServerPID, wcfg.Label = cfg.PID, "measure"
+	return Write(ctx, g, wcfg)
+}
+
+// maxSoakRounds bounds the query rounds of one dialect, whatever the
+// duration.
+const maxSoakRounds = 1_000_000
+
+// queryLoop sends the mix, each round's range ending at the time it starts,
+// until ctx is done, and adds what came back to sq.
+func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string, sq *SoakQueries) {
+	var errs errorLog
+	lat := map[string]*Latencies{}
+	for round := 0; round < maxSoakRounds && ctx.Err() == nil; round++ {
+		deadline, _ := ctx.Deadline()
+		qc := QueryConfig{Dialect: dialect, URL: cfg.Write.URL, Concurrency: cfg.QueryConcurrency,
+			Queries: len(QueryKinds) * cfg.QueryConcurrency, Duration: time.Until(deadline),
+			End: time.Now().UnixMilli(), Range: cfg.QueryRange, LongRange: cfg.QueryLongRange, Step: cfg.QueryStep,
+			Seed: cfg.Seed + uint64(round), ServerPID: -1, RequestTimeout: cfg.Write.RequestTimeout}
+		if qc.Duration <= 0 {
+			break
+		}
+		r, err := RunQueries(ctx, g, qc)
+		if err != nil {
+			errs.add(err.Error())
+			sq.Errors++
+			break
+		}
+		sq.Rounds++
+		sq.add(r, lat)
+		for _, e := range r.Errors {
+			for range e.Count {
+				errs.add(e.Message)
+			}
+		}
+	}
+	for k, l := range lat {
+		sq.Kinds[k].Latency = l.Summary()
+	}
+	sq.Messages = errs.list()
+}
+
+// add folds one round's report into sq; lat collects each kind's
+// latencies (one query of a kind per round and worker: its max and its
+// mean are the query's own).
+func (sq *SoakQueries) add(r *Report, lat map[string]*Latencies) {
+	if sq.Kinds == nil {
+		sq.Kinds = map[string]*QueryStats{}
+	}
+	for k, q := range r.Queries {
+		s := sq.Kinds[k]
+		if s == nil {
+			s = &QueryStats{Example: q.Example}
+			sq.Kinds[k] = s
+			lat[k] = &Latencies{}
+		}
+		ok := int64(q.Latency.Count) - q.Errors
+		if ok > 0 {
+			// Running means of series and points per successful answer.
+			prev := float64(int64(s.Latency.Count) - s.Errors)
+			s.Series = (s.Series*prev + q.Series*float64(ok)) / (prev + float64(ok))
+			s.Points = (s.Points*prev + q.Points*float64(ok)) / (prev + float64(ok))
+			if q.Series == 0 {
+				sq.Empty += ok
+			}
+		}
+		s.Latency.Count += q.Latency.Count
+		s.Errors += q.Errors
+		sq.Queries += int64(q.Latency.Count)
+		sq.Errors += q.Errors
+		if q.Latency.Count > 0 {
+			lat[k].Add(time.Duration(q.Latency.Mean * float64(time.Millisecond)))
+		}
+	}
+}
+
+// sampleRSS reads the process's VmRSS every period until ctx is done; an
+// error (the process gone) ends it.
+func sampleRSS(ctx context.Context, pid int, start time.Time, every time.Duration, progress io.Writer) ([]RSSSample, error) {
+	var out []RSSSample
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		_, rss, err := ProcMemory(pid)
+		if err != nil {
+			return out, err
+		}
+		s := RSSSample{Seconds: time.Since(start).Seconds(), Bytes: rss}
+		out = append(out, s)
+		if progress != nil {
+			cpu, _ := ProcCPU(pid)
+			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s\n", s.Seconds, float64(rss)/1e6, cpu)
+		}
+		select {
+		case <-ctx.Done():
+			return out, nil
+		case <-t.C:
+		}
+	}
+}
+
+// FitRSS summarises the samples taken at or after warmup seconds.
+func FitRSS(samples []RSSSample, warmup time.Duration) RSSFit {
+	var xs, ys []float64
+	for _, s := range samples {
+		if s.Seconds >= warmup.Seconds() {
+			xs = append(xs, s.Seconds/60)
+			ys = append(ys, float64(s.Bytes)/1e6)
+		}
+	}
+	f := RSSFit{Samples: len(ys)}
+	if len(ys) == 0 {
+		return f
+	}
+	sorted := slices.Clone(ys)
+	slices.Sort(sorted)
+	f.MinMB, f.MaxMB = sorted[0], sorted[len(sorted)-1]
+	if n := len(sorted); n%2 == 1 {
+		f.MedianMB = sorted[n/2]
+	} else {
+		f.MedianMB = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	f.SlopeMBPerMin = slope(xs, ys)
+	return f
+}
+
+// slope is the least-squares slope of ys over xs (0 for fewer than two
+// distinct xs).
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx
+}
+
+// judge fits the memory after the warm-up and lists every reason to fail.
+func (r *SoakReport) judge(warmup time.Duration) {
+	w := r.Write
+	if w.RequestErrors > 0 || w.PointsRejected > 0 || w.PointsAccepted != w.PointsSent {
+		r.Failures = append(r.Failures, fmt.Sprintf("writes: %d failed requests, %d of %d points rejected, %d accepted",
+			w.RequestErrors, w.PointsRejected, w.PointsSent, w.PointsAccepted))
+	}
+	for _, d := range slices.Sorted(maps.Keys(r.Queries)) {
+		q := r.Queries[d]
+		if q.Errors > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("queries %s: %d errors of %d", d, q.Errors, q.Queries))
+		}
+		if q.Queries == 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("queries %s: none completed", d))
+		}
+	}
+	r.Fit = FitRSS(r.RSS, warmup)
+	f := r.Fit
+	switch {
+	case f.Samples < 3:
+		r.Failures = append(r.Failures, fmt.Sprintf("memory: %d samples after the warm-up, want at least 3", f.Samples))
+	default:
+		if f.SlopeMBPerMin > r.MaxSlope {
+			r.Failures = append(r.Failures, fmt.Sprintf("memory: RSS grows %.2f MB/min after the warm-up (limit %.2f)", f.SlopeMBPerMin, r.MaxSlope))
+		}
+		if f.MaxMB > (1+r.MaxSpread)*f.MedianMB {
+			r.Failures = append(r.Failures, fmt.Sprintf("memory: RSS peaked at %.1f MB, more than %.0f %% over the median %.1f MB",
+				f.MaxMB, 100*r.MaxSpread, f.MedianMB))
+		}
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *SoakReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the soak's outcome for a person.
+func (r *SoakReport) WriteText(w io.Writer) error {
+	var b []byte
+	p := func(format string, a ...any) { b = fmt.Appendf(b, format, a...) }
+	if m := r.Measure; m != nil {
+		p("measure: %s, %s points/s flat out over %.1fs (%d points, %d failed requests)\n",
+			m.Dialect, thousands(m.PointsPerSec), m.Seconds, m.PointsAccepted, m.RequestErrors)
+	}
+	p("soak: target %s points/s (%d series every %d ms, live timestamps)\n", thousands(r.TargetRate), r.Write.Series, r.IntervalMs)
+	wr := r.Write
+	p("  writes: %.1fs, %d points sent, %d accepted, %d rejected, %s points/s; %d requests, %d failed; latency %s\n",
+		wr.Seconds, wr.PointsSent, wr.PointsAccepted, wr.PointsRejected, thousands(wr.PointsPerSec), wr.Requests, wr.RequestErrors, wr.Latency.text())
+	for _, e := range wr.Errors {
+		p("  write error ×%d: %s\n", e.Count, e.Message)
+	}
+	for _, d := range slices.Sorted(maps.Keys(r.Queries)) {
+		q := r.Queries[d]
+		p("  queries %s: %d in %d rounds, %d errors, %d empty answers\n", d, q.Queries, q.Rounds, q.Errors, q.Empty)
+		for _, k := range sortedKinds(q.Kinds) {
+			s := q.Kinds[k]
+			p("    %-5s %6d queries %4d errors  p50 %8.1f ms  p90 %8.1f ms  max %8.1f ms  mean series %7.1f points %9.0f\n",
+				k, s.Latency.Count, s.Errors, s.Latency.P50, s.Latency.P90, s.Latency.Max, s.Series, s.Points)
+		}
+		for _, e := range q.Messages {
+			p("    error ×%d: %s\n", e.Count, e.Message)
+		}
+	}
+	f := r.Fit
+	p("  server: %.1f CPU-s over the soak, peak RSS %.1f MB\n", r.ServerCPUSeconds, float64(r.PeakRSSBytes)/1e6)
+	p("  RSS after the warm-up (%d samples): min %.1f MB, median %.1f MB, max %.1f MB, slope %+.2f MB/min\n",
+		f.Samples, f.MinMB, f.MedianMB, f.MaxMB, f.SlopeMBPerMin)
+	p("  flat means: slope ≤ %.2f MB/min and max ≤ %.0f %% over the median\n", r.MaxSlope, 100*r.MaxSpread)
+	if r.Passed() {
+		p("PASS\n")
+	} else {
+		for _, f := range r.Failures {
+			p("FAIL: %s\n", f)
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}

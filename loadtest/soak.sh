@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# soak.sh — the soak of issue 11: build hourglass and hourglass-loadtest,
+# start the server on a fresh temporary data directory and an ephemeral
+# loopback port (under a memory limit), then run "hourglass-loadtest soak"
+# against it: the maximum ingest measured by writing flat out for
+# SOAK_MEASURE, then writes at SOAK_FRACTION of it with live timestamps for
+# SOAK_DURATION while the query mix runs in both dialects, the server's RSS
+# sampled every SOAK_SAMPLE. Exits 1 on any write or query error, or when
+# RSS after SOAK_WARMUP is not flat (slope ≤ SOAK_MAX_SLOPE MB/min and the
+# largest sample ≤ (1+SOAK_MAX_SPREAD) × the median).
+#
+# Environment (defaults): SOAK_DURATION (10m), SOAK_MEASURE (60s),
+# SOAK_FRACTION (0.8), SOAK_WARMUP (2m), SOAK_SAMPLE (5s), SOAK_SERIES
+# (20000), SOAK_DIALECT (prom-rw1), SOAK_MAX_SLOPE (5), SOAK_MAX_SPREAD
+# (0.2), SOAK_VMEM_KB (the server's ulimit -v, 4000000), SOAK_OUT (where
+# the report, the JSON and the server's log go: /tmp/hourglass-soak),
+# SOAK_ARGS (more flags for hourglass-loadtest soak).
+set -euo pipefail
+
+: "${SOAK_DURATION:=10m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
+: "${SOAK_SAMPLE:=5s}" "${SOAK_SERIES:=20000}" "${SOAK_DIALECT:=prom-rw1}" "${SOAK_MAX_SLOPE:=5}"
+: "${SOAK_MAX_SPREAD:=0.2}" "${SOAK_VMEM_KB:=4000000}" "${SOAK_OUT:=/tmp/hourglass-soak}" "${SOAK_ARGS:=}"
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$SOAK_OUT/bin"
+OUT=$(cd "$SOAK_OUT" && pwd)
+echo ">> building hourglass and hourglass-loadtest from $REPO ($(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+(cd "$REPO" && go build -o "$OUT/bin/hourglass" ./cmd/hourglass && go build -o "$OUT/bin/hourglass-loadtest" ./cmd/hourglass-loadtest)
+
+DATA=$(mktemp -d "${TMPDIR:-/tmp}/hourglass-soak-data.XXXXXX")
+LOG="$OUT/server.log"
+PID=""
+cleanup() {
+  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null || true
+    for _ in $(seq 1 600); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$PID" 2>/dev/null || true
+  fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+# The subshell sets the limit and becomes the server: $! is its pid.
+( ulimit -v "$SOAK_VMEM_KB"; exec "$OUT/bin/hourglass" -listen 127.0.0.1:0 -data-dir "$DATA" ) >"$LOG" 2>&1 &
+PID=$!
+ADDR=""
+for _ in $(seq 1 300); do
+  ADDR=$(sed -n 's/.*hourglass listening on \([0-9.:]*\).*/\1/p' "$LOG" | head -1)
+  [ -n "$ADDR" ] && break
+  kill -0 "$PID" 2>/dev/null || { echo "soak.sh: the server exited:" >&2; cat "$LOG" >&2; exit 2; }
+  sleep 0.1
+done
+[ -n "$ADDR" ] || { echo "soak.sh: no 'hourglass listening on' line in 30 s" >&2; exit 2; }
+echo ">> server pid $PID on $ADDR (ulimit -v $SOAK_VMEM_KB kB), data in $DATA; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+rc=0
+# shellcheck disable=SC2086 # SOAK_ARGS is a list of flags
+"$OUT/bin/hourglass-loadtest" soak -url "http://$ADDR" -pid "$PID" -dialect "$SOAK_DIALECT" \
+  -series "$SOAK_SERIES" -measure "$SOAK_MEASURE" -fraction "$SOAK_FRACTION" -duration "$SOAK_DURATION" \
+  -warmup "$SOAK_WARMUP" -sample "$SOAK_SAMPLE" -max-slope "$SOAK_MAX_SLOPE" -max-spread "$SOAK_MAX_SPREAD" \
+  -json "$OUT/soak.json" $SOAK_ARGS >"$OUT/soak.txt" 2>"$OUT/soak-progress.txt" || rc=$?
+cat "$OUT/soak.txt"
+[ "$rc" -eq 0 ] || tail -5 "$OUT/soak-progress.txt" >&2
+kill -0 "$PID" 2>/dev/null || { echo "soak.sh: the server died during the soak; its log: $LOG" >&2; rc=1; }
+echo ">> load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); report in $OUT/soak.txt and $OUT/soak.json, server log $LOG"
+exit "$rc"

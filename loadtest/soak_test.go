@@ -1,0 +1,212 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestFitRSS(t *testing.T) {
+	// 10 MB/min from 100 MB, one sample every 6 s for 5 minutes; the
+	// first two minutes at 900 MB must be ignored.
+	var s []RSSSample
+	for i := 0; i <= 50; i++ {
+		sec := float64(i * 6)
+		mb := 100 + 10*sec/60
+		if sec < 120 {
+			mb = 900
+		}
+		s = append(s, RSSSample{Seconds: sec, Bytes: int64(mb * 1e6)})
+	}
+	f := FitRSS(s, 2*time.Minute)
+	if f.Samples != 31 || math.Abs(f.SlopeMBPerMin-10) > 1e-6 {
+		t.Fatalf("fit %+v, want 31 samples and a slope of 10 MB/min", f)
+	}
+	if math.Abs(f.MinMB-120) > 1e-6 || math.Abs(f.MaxMB-150) > 1e-6 || math.Abs(f.MedianMB-135) > 1e-6 {
+		t.Fatalf("fit %+v, want min 120, median 135, max 150", f)
+	}
+	even := FitRSS([]RSSSample{{0, 1e6}, {1, 3e6}, {2, 2e6}, {3, 10e6}}, 0)
+	if even.MedianMB != 2.5 {
+		t.Fatalf("median of 1, 3, 2, 10 MB: %v, want 2.5", even.MedianMB)
+	}
+	if f := FitRSS([]RSSSample{{0, 5e6}}, 0); f.SlopeMBPerMin != 0 || f.Samples != 1 {
+		t.Fatalf("one sample: %+v", f)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	flat := func(mb ...float64) []RSSSample {
+		var s []RSSSample
+		for i, m := range mb {
+			s = append(s, RSSSample{Seconds: float64(i * 60), Bytes: int64(m * 1e6)})
+		}
+		return s
+	}
+	okWrite := &Report{PointsSent: 10, PointsAccepted: 10}
+	okQueries := map[string]*SoakQueries{"prom": {Queries: 5}}
+	cases := []struct {
+		name string
+		r    SoakReport
+		want string // "" for a pass
+	}{
+		{"flat", SoakReport{Write: okWrite, Queries: okQueries, RSS: flat(300, 310, 305, 300, 308)}, ""},
+		{"growing", SoakReport{Write: okWrite, Queries: okQueries, RSS: flat(300, 310, 320, 330, 340)}, "grows 10.00 MB/min"},
+		{"spike", SoakReport{Write: okWrite, Queries: okQueries, RSS: flat(300, 300, 400, 300, 300)}, "peaked at 400.0 MB"},
+		{"few samples", SoakReport{Write: okWrite, Queries: okQueries, RSS: flat(300, 300)}, "2 samples"},
+		{"write errors", SoakReport{Write: &Report{PointsSent: 10, PointsAccepted: 5, PointsRejected: 5, RequestErrors: 1},
+			Queries: okQueries, RSS: flat(1, 1, 1)}, "5 of 10 points rejected"},
+		{"query errors", SoakReport{Write: okWrite, Queries: map[string]*SoakQueries{"prom": {Queries: 5, Errors: 1}}, RSS: flat(1, 1, 1)}, "queries prom: 1 errors of 5"},
+		{"no queries", SoakReport{Write: okWrite, Queries: map[string]*SoakQueries{"opentsdb": {}}, RSS: flat(1, 1, 1)}, "none completed"},
+	}
+	for _, c := range cases {
+		c.r.MaxSlope, c.r.MaxSpread = 5, 0.2
+		c.r.judge(0)
+		got := strings.Join(c.r.Failures, "; ")
+		if (c.want == "") != c.r.Passed() || !strings.Contains(got, c.want) {
+			t.Errorf("%s: failures %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// fakeTSDB answers remote write and both query dialects; failQueries makes
+// /api/query answer 500.
+func fakeTSDB(t *testing.T, failQueries bool) (srv *httptest.Server, writes, promQ, otsdbQ *atomic.Int64) {
+	writes, promQ, otsdbQ = new(atomic.Int64), new(atomic.Int64), new(atomic.Int64)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/write":
+			io.Copy(io.Discard, r.Body)
+			writes.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		case "/api/v1/query_range":
+			promQ.Add(1)
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"1"]]}]}}`)
+		case "/api/query":
+			otsdbQ.Add(1)
+			if failQueries {
+				http.Error(w, `{"error":{"code":500,"message":"no"}}`, 500)
+				return
+			}
+			fmt.Fprint(w, `[{"metric":"m","tags":{},"aggregateTags":[],"dps":{"1":1}}]`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, writes, promQ, otsdbQ
+}
+
+func soakConfig(url string) SoakConfig {
+	return SoakConfig{
+		Write:  WriteConfig{Dialect: DialectRW1, URL: url, Workers: 2, BatchSize: 500, RequestTimeout: 5 * time.Second},
+		Series: 120, Seed: 1, Measure: 300 * time.Millisecond, Fraction: 0.5,
+		Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
+		QueryDialects: []string{QueryOpenTSDB, QueryProm}, QueryConcurrency: 1,
+		QueryRange: time.Hour, QueryLongRange: 2 * time.Hour, QueryStep: time.Minute,
+		MaxSlope: 1e9, MaxSpread: 1e9, // the test process's own memory is not what is judged here
+		PID: os.Getpid(),
+	}
+}
+
+func TestSoakAgainstFake(t *testing.T) {
+	srv, writes, promQ, otsdbQ := fakeTSDB(t, false)
+	cfg := soakConfig(srv.URL)
+	r, err := Soak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Passed() {
+		t.Fatalf("failures: %v", r.Failures)
+	}
+	if r.Measure == nil || r.MaxRate <= 0 || math.Abs(r.TargetRate-0.5*r.MaxRate) > 1e-6 {
+		t.Fatalf("measure %v: max %v, target %v, want half the max", r.Measure != nil, r.MaxRate, r.TargetRate)
+	}
+	// 120 series at the target rate: the interval that makes that rate.
+	if want := int64(math.Ceil(120 * 1000 / r.TargetRate)); r.IntervalMs != max(1, want) {
+		t.Fatalf("interval %d ms, want %d", r.IntervalMs, want)
+	}
+	w := r.Write
+	if w.PointsSent == 0 || w.PointsAccepted != w.PointsSent || w.Stopped != "duration" {
+		t.Fatalf("writes: %d sent, %d accepted, stopped by %s", w.PointsSent, w.PointsAccepted, w.Stopped)
+	}
+	// Live: no point stamped after the soak's end.
+	if w.LastTs > w.Started.Add(cfg.Duration+time.Second).UnixMilli() {
+		t.Fatalf("last timestamp %d is after the soak's end", w.LastTs)
+	}
+	if writes.Load() == 0 || promQ.Load() == 0 || otsdbQ.Load() == 0 {
+		t.Fatalf("requests: %d writes, %d prom, %d opentsdb", writes.Load(), promQ.Load(), otsdbQ.Load())
+	}
+	for _, d := range cfg.QueryDialects {
+		q := r.Queries[d]
+		if q.Queries == 0 || q.Errors != 0 || q.Rounds == 0 || len(q.Kinds) != len(QueryKinds) {
+			t.Fatalf("%s: %+v", d, q)
+		}
+	}
+	// Samples every 100 ms over 1.5 s, the first at the start.
+	if len(r.RSS) < 8 || r.RSS[0].Seconds > 0.1 || r.RSS[0].Bytes <= 0 || r.Fit.Samples >= len(r.RSS) {
+		t.Fatalf("%d samples, first %+v, %d after the warm-up", len(r.RSS), r.RSS[0], r.Fit.Samples)
+	}
+	var text, js bytes.Buffer
+	if err := r.WriteText(&text); err != nil || !strings.Contains(text.String(), "PASS") {
+		t.Fatalf("text report (%v):\n%s", err, text.String())
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back SoakReport
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Write.PointsSent != w.PointsSent || len(back.RSS) != len(r.RSS) {
+		t.Fatalf("JSON round trip (%v): %+v", err, back.Write)
+	}
+}
+
+func TestSoakFailsOnQueryErrors(t *testing.T) {
+	srv, _, _, _ := fakeTSDB(t, true)
+	cfg := soakConfig(srv.URL)
+	cfg.Measure, cfg.Rate, cfg.Duration, cfg.Warmup = 0, 2000, 800*time.Millisecond, 0
+	r, err := Soak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Passed() || r.Measure != nil || r.TargetRate != 2000 {
+		t.Fatalf("passed %v, measure %v, target %v", r.Passed(), r.Measure != nil, r.TargetRate)
+	}
+	q := r.Queries[QueryOpenTSDB]
+	if q.Errors == 0 || q.Errors != q.Queries || len(q.Messages) == 0 || !strings.Contains(q.Messages[0].Message, "500") {
+		t.Fatalf("opentsdb queries: %+v", q)
+	}
+	if !strings.Contains(strings.Join(r.Failures, ";"), "queries opentsdb") || r.Queries[QueryProm].Errors != 0 {
+		t.Fatalf("failures %v", r.Failures)
+	}
+	var text bytes.Buffer
+	r.WriteText(&text)
+	if !strings.Contains(text.String(), "FAIL: queries opentsdb") {
+		t.Fatalf("text report:\n%s", text.String())
+	}
+}
+
+func TestSoakConfigChecked(t *testing.T) {
+	base := soakConfig("http://127.0.0.1:1")
+	for name, mut := range map[string]func(*SoakConfig){
+		"no pid":           func(c *SoakConfig) { c.PID = 0 },
+		"warm-up too long": func(c *SoakConfig) { c.Warmup = c.Duration },
+		"no rate":          func(c *SoakConfig) { c.Measure, c.Rate = 0, 0 },
+		"fraction":         func(c *SoakConfig) { c.Fraction = 1.5 },
+		"no dialect":       func(c *SoakConfig) { c.QueryDialects = nil },
+	} {
+		c := base
+		mut(&c)
+		if _, err := Soak(context.Background(), c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
