@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"hourglass/api/opentsdbhttp"
 	"hourglass/api/prom"
+	"hourglass/api/promhttp"
 )
 
 // buildInfo is what the binary knows of its own build, from the Go
@@ -190,13 +190,13 @@ func (s *Server) versionInfo() map[string]string {
 	return v
 }
 
-// handleBuildInfo is /api/v1/status/buildinfo. version is the Prometheus
+// promBuildInfo is the data of /api/v1/status/buildinfo. version is the Prometheus
 // release whose engine is embedded (clients enable features by it);
 // revision is hourglass's commit (with "-modified" for a changed work tree,
 // "-unstamped" when read from the checkout for want of a vcs stamp,
 // "unknown" when neither is there), buildDate the commit's time
 // as Prometheus writes its build date, branch "hourglass" (Go records none).
-func (p *promAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
+func promBuildInfo() []byte {
 	b := readBuildInfo()
 	rev := b.Revision
 	switch {
@@ -212,7 +212,7 @@ func (p *promAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
 		date = b.Time.UTC().Format("20060102-15:04:05")
 	}
 	out := []byte(`{"version":`)
-	out = prom.AppendString(out, PromAPIVersion)
+	out = prom.AppendString(out, promhttp.PromAPIVersion)
 	out = append(out, `,"revision":`...)
 	out = prom.AppendString(out, rev)
 	out = append(out, `,"branch":"hourglass","buildUser":"","buildDate":`...)
@@ -220,5 +220,5 @@ func (p *promAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
 	out = append(out, `,"goVersion":`...)
 	out = prom.AppendString(out, b.GoVersion)
 	out = append(out, '}')
-	p.respond(w, out, nil, nil)
+	return out
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"hourglass/api/promhttp"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func TestVersionEndpoints(t *testing.T) {
 	case b.Checkout:
 		wantRev = b.Revision + "-unstamped"
 	}
-	if bi["version"] != PromAPIVersion || bi["revision"] != wantRev || bi["goVersion"] != runtime.Version() || bi["branch"] != "hourglass" {
+	if bi["version"] != promhttp.PromAPIVersion || bi["revision"] != wantRev || bi["goVersion"] != runtime.Version() || bi["branch"] != "hourglass" {
 		t.Errorf("buildinfo %v, want revision %q", bi, wantRev)
 	}
 	rec := httptest.NewRecorder()

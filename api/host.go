@@ -21,9 +21,9 @@ var _ dialect.Host = (*Server)(nil)
 // ReadBody implements dialect.Host (readBody).
 func (s *Server) ReadBody(r *http.Request, buf *bytes.Buffer) error { return s.readBody(r, buf) }
 
-// ReadSnappy implements dialect.Host (readSnappy).
-func (s *Server) ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxDecoded int64, res dialect.Reservation) error {
-	return s.readSnappy(rd, buf, maxDecoded, res.(*reservation))
+// ReadSnappy implements dialect.Host (readSnappy, rd bounded as sent).
+func (s *Server) ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res dialect.Reservation, admit func(sent, decoded int64) error) error {
+	return readSnappy(&strictLimitReader{r: rd, left: maxSent}, buf, maxSent, maxDecoded, res.(*reservation), admit)
 }
 
 // BodyError implements dialect.Host (bodyError).

@@ -14,8 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"hourglass/ingest"
-	"hourglass/query"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
@@ -50,7 +48,8 @@ func newTSDBBenchServer(b *testing.B) *Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+	uids := uid.New(st, layout, uid.Options{})
+	head, err := series.Open(context.Background(), st, uids, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval, Compress: true},
 	})
 	if err != nil {
@@ -60,7 +59,7 @@ func newTSDBBenchServer(b *testing.B) *Server {
 		head.Close()
 		st.Close()
 	})
-	return New(Config{}, head, ingest.NewWriter(head, ingest.Limits{}), query.NewEngine(head, query.Limits{}), prometheus.NewRegistry(), quiet)
+	return newServerOver(Config{}, head, st, uids, layout.SaltBuckets, prometheus.NewRegistry(), quiet)
 }
 
 // tsdbBenchNames holds each series' metric and tags, in the wire order.

@@ -28,8 +28,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"hourglass/ingest"
-	"hourglass/query"
+	"hourglass/api/promhttp"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
@@ -40,9 +39,10 @@ import (
 
 // promServer is a whole server in process, over a Pebble store.
 type promServer struct {
-	t   testing.TB
-	srv *Server
-	h   http.Handler
+	t    testing.TB
+	srv  *Server
+	h    http.Handler
+	head *series.Head
 }
 
 func newPromServer(t testing.TB, mod func(*Config)) *promServer {
@@ -68,7 +68,8 @@ func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod fun
 	if wrap != nil {
 		hst = wrap(st)
 	}
-	head, err := series.Open(context.Background(), hst, uid.New(st, layout, uid.Options{}), series.Options{
+	uids := uid.New(st, layout, uid.Options{})
+	head, err := series.Open(context.Background(), hst, uids, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -82,8 +83,8 @@ func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod fun
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv := New(cfg, head, ingest.NewWriter(head, ingest.Limits{}), query.NewEngine(head, query.Limits{}), prometheus.NewRegistry(), quiet)
-	return &promServer{t: t, srv: srv, h: srv.Handler()}
+	srv := newServerOver(cfg, head, hst, uids, layout.SaltBuckets, prometheus.NewRegistry(), quiet)
+	return &promServer{t: t, srv: srv, h: srv.Handler(), head: head}
 }
 
 type promReply struct {
@@ -253,7 +254,7 @@ func TestPromWriteV2(t *testing.T) {
 	if r.code != http.StatusNoContent {
 		t.Fatalf("write: %d %s", r.code, r.body)
 	}
-	for h, want := range map[string]string{promHdrSamplesWritten: "3", promHdrHistogramsWritten: "0", promHdrExemplarsWritten: "0"} {
+	for h, want := range map[string]string{promhttp.HeaderSamplesWritten: "3", promhttp.HeaderHistogramsWritten: "0", promhttp.HeaderExemplarsWritten: "0"} {
 		if got := r.header.Get(h); got != want {
 			t.Errorf("%s: %q, want %q", h, got, want)
 		}
@@ -362,7 +363,7 @@ func TestPromWriteV2HistogramsAndExemplarsRejected(t *testing.T) {
 	if r.code != 400 || !strings.Contains(string(r.body), "native histogram") {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	if r.header.Get(promHdrSamplesWritten) != "1" || r.header.Get(promHdrHistogramsWritten) != "0" || r.header.Get(promHdrExemplarsWritten) != "0" {
+	if r.header.Get(promhttp.HeaderSamplesWritten) != "1" || r.header.Get(promhttp.HeaderHistogramsWritten) != "0" || r.header.Get(promhttp.HeaderExemplarsWritten) != "0" {
 		t.Fatalf("written headers %v", r.header)
 	}
 	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
@@ -421,37 +422,6 @@ func promMarshal(t testing.TB, m interface{ Marshal() ([]byte, error) }) []byte 
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestPromLimiter(t *testing.T) {
-	l := newPromLimiter(100, 2)
-	a, ok := l.acquire(500) // alone: admitted even over the bound
-	if !ok {
-		t.Fatal("a lone request must be admitted")
-	}
-	if _, ok := l.acquire(1); ok {
-		t.Fatal("admitted past the byte bound")
-	}
-	l.release(a)
-	b, _ := l.acquire(40)
-	c, ok := l.acquire(40)
-	if !ok {
-		t.Fatal("80 of 100 bytes: must fit")
-	}
-	if _, ok := l.acquire(1); ok {
-		t.Fatal("admitted past the request bound")
-	}
-	if l.grow(c, 70) {
-		t.Fatal("grew past the byte bound")
-	}
-	if !l.grow(c, 60) {
-		t.Fatal("40+60 must fit")
-	}
-	l.release(b)
-	l.release(c)
-	if l.bytes != 0 || l.reqs != 0 {
-		t.Fatalf("leak: %d bytes, %d requests", l.bytes, l.reqs)
-	}
 }
 
 func TestPromQueryErrors(t *testing.T) {
@@ -544,7 +514,7 @@ func TestPromMetadataEndpoints(t *testing.T) {
 	}
 	code, ar := ps.api("GET", "/api/v1/status/buildinfo", nil)
 	var bi map[string]string
-	if err := json.Unmarshal(ar.Data, &bi); code != 200 || err != nil || bi["version"] != PromAPIVersion || bi["goVersion"] == "" {
+	if err := json.Unmarshal(ar.Data, &bi); code != 200 || err != nil || bi["version"] != promhttp.PromAPIVersion || bi["goVersion"] == "" {
 		t.Errorf("buildinfo %s", ar.Data)
 	}
 	// POST with a form works where Prometheus takes it, 405 elsewhere.
@@ -763,7 +733,7 @@ func TestPromNegativeZero(t *testing.T) {
 // answer is a 5xx, which senders retry.
 func TestPromWriteStorageDown(t *testing.T) {
 	ps := newPromServer(t, nil)
-	if err := ps.srv.head.Close(); err != nil {
+	if err := ps.head.Close(); err != nil {
 		t.Fatal(err)
 	}
 	st := writev2.NewSymbolTable()
@@ -771,7 +741,7 @@ func TestPromWriteStorageDown(t *testing.T) {
 		Samples: []writev2.Sample{{Value: 1, Timestamp: promT0}}}}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
-	if r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "retry") || r.header.Get(promHdrSamplesWritten) != "0" {
+	if r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "retry") || r.header.Get(promhttp.HeaderSamplesWritten) != "0" {
 		t.Fatalf("%d %s %v", r.code, r.body, r.header)
 	}
 }

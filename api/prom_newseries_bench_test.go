@@ -52,7 +52,7 @@ func BenchmarkPromRemoteWriteNewSeries(b *testing.B) {
 func BenchmarkPromRemoteWriteRefusedSeries(b *testing.B) {
 	const nSeries = 100_000
 	ps := newPromServer(b, nil)
-	ps.srv.head.SetSeriesLimits(series.SeriesLimits{MaxNewSeriesPerRequest: 1000}, nil)
+	ps.head.SetSeriesLimits(series.SeriesLimits{MaxNewSeriesPerRequest: 1000}, nil)
 	b.ReportAllocs()
 	round := 0
 	for b.Loop() {

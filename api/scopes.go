@@ -9,6 +9,7 @@ import (
 	"hourglass/api/auth"
 	"hourglass/api/opentsdbhttp"
 	"hourglass/api/prom"
+	"hourglass/api/promhttp"
 	"hourglass/web"
 )
 
@@ -159,7 +160,7 @@ func denyAuth(w http.ResponseWriter, r *http.Request, code int, msg string) {
 		typ = "forbidden"
 	}
 	switch {
-	case promPaths[tpl] || (tpl == "/api/v1/query" && (r.URL.Query().Has("query") || promIsForm(r))):
+	case promPaths[tpl] || (tpl == "/api/v1/query" && (r.URL.Query().Has("query") || promhttp.IsForm(r))):
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_, _ = w.Write(prom.AppendError(nil, typ, msg))

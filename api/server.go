@@ -15,14 +15,12 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metricshttp "github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"hourglass/api/promhttp"
 
 	"hourglass/api/auth"
 	"hourglass/api/opentsdbhttp"
-	"hourglass/ingest"
-	"hourglass/meta"
-	"hourglass/query"
-	"hourglass/series"
 	"hourglass/web"
 )
 
@@ -81,7 +79,7 @@ type Config struct {
 	// SnapshotDir is where /api/v1/admin/tsdb/snapshot writes snapshots (<data-dir>/snapshots).
 	SnapshotDir string
 
-	// Prom holds the limits of the Prometheus dialect (prom_config.go).
+	// Prom holds the limits of the Prometheus dialect (api/promhttp).
 	Prom PromConfig
 
 	// Conn holds the connection limits, TLS and authentication (listener.go).
@@ -89,7 +87,7 @@ type Config struct {
 }
 
 // openTSDB is the OpenTSDB dialect's part of the configuration.
-func (c *Config) openTSDB(saltBuckets int) opentsdbhttp.Config {
+func (c *Config) openTSDB() opentsdbhttp.Config {
 	return opentsdbhttp.Config{
 		MaxBodyBytes: c.MaxBodyBytes, MaxDecodedBytes: c.MaxDecodedBytes,
 		TelnetMaxLine: c.TelnetMaxLine, TelnetIdleTimeout: c.Conn.TelnetIdleTimeout,
@@ -98,7 +96,7 @@ func (c *Config) openTSDB(saltBuckets int) opentsdbhttp.Config {
 		LookupMaxResults: c.LookupMaxResults, SuggestMaxResults: c.SuggestMaxResults,
 		MaxAnnotations: c.MaxAnnotations, LastMaxSeries: c.LastMaxSeries, QueryLogSize: c.QueryLogSize,
 		CORSDomains: c.CORSDomains, CORSHeaders: c.CORSHeaders,
-		SkipUnresolvedTagVs: c.SkipUnresolvedTagVs, AllowDelete: c.AllowDelete, SaltBuckets: saltBuckets,
+		SkipUnresolvedTagVs: c.SkipUnresolvedTagVs, AllowDelete: c.AllowDelete,
 	}
 }
 
@@ -151,9 +149,7 @@ func (c *Config) fill() {
 // Server serves every dialect on one listener. Create it with New.
 type Server struct {
 	cfg     Config
-	head    *series.Head
-	writer  *ingest.Writer
-	engine  *query.Engine
+	deps    Deps
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	router  *mux.Router
@@ -166,7 +162,8 @@ type Server struct {
 
 	decoding *decodeBudget // decode_budget.go
 
-	ots *opentsdbhttp.Handler // the OpenTSDB dialect (api/opentsdbhttp)
+	ots  *opentsdbhttp.Handler // the OpenTSDB dialect (api/opentsdbhttp)
+	prom *promhttp.Handler     // the Prometheus dialect (api/promhttp)
 
 	mu      sync.Mutex
 	http    *http.Server
@@ -176,15 +173,42 @@ type Server struct {
 	wg      sync.WaitGroup
 }
 
-// New returns a server over the head. reg receives the server's own metrics
+// PromConfig holds the limits of the Prometheus dialect.
+type PromConfig = promhttp.Config
+
+// Figures are the head's figures /api/status reports.
+type Figures struct {
+	Series       int   // series in the index
+	HeadSeries   int   // series in the head
+	PointsInHead int   // points not yet flushed
+	WALBytes     int64 // the write-ahead log's size
+}
+
+// Deps are what the server and its dialects use; internal/app builds them
+// from the concrete types.
+type Deps struct {
+	// Fatal reports the error that stopped the storage (nil while
+	// healthy): /healthz.
+	Fatal func() error
+	// Figures reads the head's figures for /api/status.
+	Figures func() Figures
+	// DiskUsage is the store's size on disk; ok is false when the store
+	// cannot tell.
+	DiskUsage func() (n uint64, ok bool)
+	OpenTSDB  opentsdbhttp.Deps
+	// Prom's OpenTSDBQuery is the OpenTSDB dialect's; New sets it.
+	Prom promhttp.Deps
+}
+
+// New returns a server over deps. reg receives the server's own metrics
 // and is exposed at /metrics.
-func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Engine, reg *prometheus.Registry, log *slog.Logger) *Server {
+func New(cfg Config, deps Deps, reg *prometheus.Registry, log *slog.Logger) *Server {
 	cfg.fill()
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg: cfg, head: head, writer: writer, engine: engine, log: log, reg: reg,
+		cfg: cfg, deps: deps, log: log, reg: reg,
 		started: time.Now(), telnets: map[net.Conn]struct{}{},
 	}
 	s.m = newServerMetrics(reg)
@@ -192,10 +216,12 @@ func New(cfg Config, head *series.Head, writer *ingest.Writer, engine *query.Eng
 	s.auth = cfg.Conn.Auth
 	s.rejects = newRejectLog(reg, log)
 	s.decoding = newDecodeBudget(cfg.MaxDecodingBytes, reg)
-	s.ots = opentsdbhttp.New(cfg.openTSDB(head.Layout().SaltBuckets), opentsdbhttp.Deps{
-		Writer: writer, Querier: engine, UIDs: head.UIDs(), Index: head.Index(), Deleter: head,
-		Head: head, Meta: meta.New(head.Store()),
-	}, s, reg, log)
+	s.ots = opentsdbhttp.New(cfg.openTSDB(), deps.OpenTSDB, s, reg, log)
+	deps.Prom.OpenTSDBQuery = s.ots.QueryHandler()
+	s.prom = promhttp.New(cfg.Prom, promhttp.Shared{
+		MaxBodyBytes: cfg.MaxBodyBytes, QueryTimeout: cfg.QueryTimeout, AllowDelete: cfg.AllowDelete,
+		SnapshotDir: cfg.SnapshotDir, BuildInfo: promBuildInfo,
+	}, deps.Prom, s, reg, log)
 	s.router = s.routes()
 	return s
 }
@@ -208,9 +234,9 @@ func (s *Server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.HandleFunc("/healthz", s.handleHealth)
 	if s.reg != nil {
-		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+		r.Handle("/metrics", metricshttp.HandlerFor(s.reg, metricshttp.HandlerOpts{Registry: s.reg}))
 	}
-	s.promRoutes(r)
+	s.prom.Routes(r)
 	s.ots.Routes(r)
 	s.statusRoutes(r)
 	web.Register(r)
@@ -228,7 +254,7 @@ func (s *Server) routes() *mux.Router {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.head.Fatal(); err != nil {
+	if err := s.deps.Fatal(); err != nil {
 		http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

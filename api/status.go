@@ -35,16 +35,13 @@ type statusReply struct {
 	StoreBytes *uint64 `json:"storeBytes"`
 }
 
-// diskUser is a store that can tell its size on disk (the Pebble store).
-type diskUser interface{ DiskUsage() uint64 }
-
 func (s *Server) statusRoutes(r *mux.Router) {
 	r.HandleFunc("/api/status", s.timed("status", opentsdbhttp.Allow(s.handleStatus, http.MethodGet, http.MethodHead)))
 }
 
 // handleStatus is /api/status.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st := s.head.Stats()
+	st := s.deps.Figures()
 	now := time.Now()
 	v := s.versionInfo()
 	rep := statusReply{
@@ -53,14 +50,13 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		Started:       s.started.UnixMilli(),
 		Now:           now.UnixMilli(),
 		UptimeSeconds: now.Sub(s.started).Seconds(),
-		Series:        st.IndexSeries,
-		HeadSeries:    st.Series,
+		Series:        st.Series,
+		HeadSeries:    st.HeadSeries,
 		PointsInHead:  st.PointsInHead,
 		WALBytes:      st.WALBytes,
 	}
 	rep.PointsStored, rep.PointsRejected = pointTotals(s.m.points)
-	if du, ok := s.head.Store().(diskUser); ok {
-		n := du.DiskUsage()
+	if n, ok := s.deps.DiskUsage(); ok {
 		rep.StoreBytes = &n
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -28,9 +28,12 @@ type Host interface {
 	// ReadBody reads a request body into buf, decompressing it by its
 	// Content-Encoding within the server's limits and decoding budget.
 	ReadBody(r *http.Request, buf *bytes.Buffer) error
-	// ReadSnappy decodes a snappy block from rd (bounded as sent) into buf,
-	// at most maxDecoded bytes, reserving them from res.
-	ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxDecoded int64, res Reservation) error
+	// ReadSnappy decodes a snappy block (remote write's and read's body)
+	// from rd into buf: at most maxSent bytes as sent and maxDecoded
+	// decoded, the decoded bytes reserved from res. admit, if not nil, is
+	// asked with both sizes before the decoded bytes are allocated; its
+	// error is returned as is.
+	ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res Reservation, admit func(sent, decoded int64) error) error
 	// BodyError turns a ReadBody or ReadSnappy error into a status and message.
 	BodyError(err error) (int, string)
 	// Reserve starts a reservation of the decoding budget.

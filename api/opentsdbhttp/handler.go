@@ -42,7 +42,6 @@ type Config struct {
 	CORSHeaders         string
 	SkipUnresolvedTagVs bool
 	AllowDelete         bool
-	SaltBuckets         int // the key layout's, for /api/config
 }
 
 // Writer appends points (ingest.Writer).
@@ -99,6 +98,8 @@ type Deps struct {
 	Deleter Deleter
 	Head    Head
 	Meta    *meta.Store // annotations, UID and TS meta
+	// SaltBuckets is the key layout's, for /api/config.
+	SaltBuckets int
 }
 
 // Handler serves the OpenTSDB dialect. Create it with New.
@@ -117,6 +118,7 @@ type Handler struct {
 	head    Head
 	meta    *meta.Store
 	queries *queryLog
+	salts   int
 
 	puts    sync.Pool
 	putOnce sync.Once
@@ -131,7 +133,7 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 	return &Handler{
 		cfg: cfg, host: host, log: log, reg: reg, started: time.Now(),
 		writer: d.Writer, engine: d.Querier, uids: d.UIDs, index: d.Index, deleter: d.Deleter,
-		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize),
+		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
 	}
 }
 
@@ -139,5 +141,5 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 type keyWidths struct{ MetricWidth, TagKWidth, TagVWidth, SaltBuckets int }
 
 func (s *Handler) layout() keyWidths {
-	return keyWidths{s.uids.Width(uid.Metric), s.uids.Width(uid.TagK), s.uids.Width(uid.TagV), s.cfg.SaltBuckets}
+	return keyWidths{s.uids.Width(uid.Metric), s.uids.Width(uid.TagK), s.uids.Width(uid.TagV), s.salts}
 }

@@ -208,7 +208,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	engine := query.NewEngine(head, cfg.Query)
 	engine.RegisterMetrics(reg)
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
-	srv := api.New(cfg.API, head, ingest.NewWriter(head, cfg.Ingest), engine, reg, log)
+	srv := api.New(cfg.API, apiDeps(head, st, uids, layout, ingest.NewWriter(head, cfg.Ingest), engine), reg, log)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,7 +1,8 @@
-package api
+package promhttp
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,19 +12,81 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 
+	"hourglass/api/dialect"
 	"hourglass/api/prom"
+	"hourglass/ingest"
 	"hourglass/query"
+	"hourglass/series"
 )
 
-// promAPI is the Prometheus dialect: remote write and read, and the query
-// API on the official PromQL engine over the engine's Queryable.
-type promAPI struct {
-	s         *Server
-	cfg       PromConfig
+// Querier is what the dialect asks of the query engine (query.Engine).
+type Querier interface {
+	Queryable(l query.PromLimits) storage.Queryable
+	CountTimeout()
+	CountSamplesLimit()
+}
+
+// Writer appends samples (ingest.Writer).
+type Writer interface {
+	NewBatch() *ingest.Batch
+}
+
+// Deleter deletes the points of series in a time range.
+type Deleter interface {
+	Delete(ctx context.Context, ls []series.Labels, start, end int64) error
+}
+
+// Snapshotter copies the database to a directory.
+type Snapshotter interface {
+	TakeSnapshot(ctx context.Context, dir string, skipHead bool) (series.SnapshotStats, error)
+}
+
+// Cardinality reads the series index's figures for /api/v1/status/tsdb.
+type Cardinality interface {
+	Cardinality(limit int) series.CardinalityStats
+}
+
+// Deps are what the dialect uses.
+type Deps struct {
+	Writer      Writer
+	Querier     Querier
+	Deleter     Deleter
+	Snapshotter Snapshotter
+	Cardinality Cardinality
+	// OpenTSDBQuery serves /api/v1/query when it is not PromQL (OpenTSDB's
+	// /api/v1/query is its /api/query).
+	OpenTSDBQuery http.HandlerFunc
+}
+
+// Shared are the server's settings the dialect reads.
+type Shared struct {
+	MaxBodyBytes int64
+	QueryTimeout time.Duration
+	AllowDelete  bool
+	SnapshotDir  string
+	// BuildInfo is the data of /api/v1/status/buildinfo, JSON.
+	BuildInfo func() []byte
+}
+
+// Handler is the Prometheus dialect: remote write and read, and the query
+// API on the official PromQL engine over the engine's Queryable. Create it
+// with New.
+type Handler struct {
+	host      dialect.Host
+	cfg       Config
+	shared    Shared
+	log       *slog.Logger
+	writer    Writer
+	querier   Querier
+	deleter   Deleter
+	snapshots Snapshotter
+	card      Cardinality
+	otsQuery  http.HandlerFunc
 	engine    *promql.Engine
 	queryable storage.Queryable
 	parser    parser.Parser
@@ -35,29 +98,34 @@ type promAPI struct {
 	now       func() time.Time
 }
 
-// promRoutes registers the Prometheus HTTP API: remote write and read, the
-// query API Grafana's Prometheus data source calls, and /api/v1/query, which
-// it shares with OpenTSDB (see handleQueryShared).
-func (s *Server) promRoutes(r *mux.Router) {
-	s.cfg.Prom.fill()
-	cfg := s.cfg.Prom
-	p := &promAPI{
-		s:       s,
-		cfg:     cfg,
-		parser:  parser.NewParser(parser.Options{}),
-		limiter: newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
-		meta:    newPromMetadata(cfg.MaxMetadata),
-		snap:    newSnapshotter(s.reg),
-		tsdb:    newTSDBStatus(s.reg),
-		now:     time.Now,
+// New returns the dialect over d, mounted on host; reg receives its metrics.
+func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.Registry, log *slog.Logger) *Handler {
+	cfg.fill()
+	if log == nil {
+		log = slog.Default()
+	}
+	p := &Handler{
+		host: host, cfg: cfg, shared: shared, log: log,
+		writer: d.Writer, querier: d.Querier, deleter: d.Deleter, snapshots: d.Snapshotter, card: d.Cardinality,
+		otsQuery: d.OpenTSDBQuery,
+		parser:   parser.NewParser(parser.Options{}),
+		limiter:  newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
+		meta:     newPromMetadata(cfg.MaxMetadata),
+		snap:     newSnapshotter(reg),
+		tsdb:     newTSDBStatus(reg),
+		now:      time.Now,
 	}
 	p.decoders.New = func() any { return &prom.Decoder{} }
-	p.queryable = s.engine.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
+	p.queryable = d.Querier.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
+	var promReg prometheus.Registerer
+	if reg != nil {
+		promReg = reg
+	}
 	p.engine = promql.NewEngine(promql.EngineOpts{
-		Logger:               s.log.With("component", "promql"),
-		Reg:                  s.reg,
+		Logger:               log.With("component", "promql"),
+		Reg:                  promReg,
 		MaxSamples:           cfg.MaxSamples,
-		Timeout:              s.cfg.QueryTimeout,
+		Timeout:              shared.QueryTimeout,
 		LookbackDelta:        cfg.LookbackDelta,
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
@@ -66,10 +134,16 @@ func (s *Server) promRoutes(r *mux.Router) {
 		},
 		Parser: p.parser,
 	})
+	return p
+}
 
+// Routes registers the Prometheus HTTP API: remote write and read, the
+// query API Grafana's Prometheus data source calls, and /api/v1/query, which
+// it shares with OpenTSDB (see handleQueryShared).
+func (p *Handler) Routes(r *mux.Router) {
 	const get, post = http.MethodGet, http.MethodPost
 	route := func(path, name string, h http.HandlerFunc, methods ...string) {
-		r.HandleFunc(path, s.timed(name, promMethods(h, methods...)))
+		r.HandleFunc(path, p.host.Timed(name, promMethods(h, methods...)))
 	}
 	route("/api/v1/write", "prom_write", p.handleWrite, post)
 	route("/api/v1/read", "prom_read", p.handleRead, post)
@@ -110,12 +184,12 @@ const promMaxFormBytes = 10 << 20
 // instant query. A request with a query parameter (in the URL, or in a
 // form-encoded body) is PromQL; anything else (OpenTSDB's JSON body, m= or
 // tsuid= parameters) goes to OpenTSDB's handler with its body intact.
-func (p *promAPI) handleQueryShared(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("query") {
-		p.s.timed("prom_query", promMethods(p.handleQuery, http.MethodGet, http.MethodPost))(w, r)
+		p.host.Timed("prom_query", promMethods(p.handleQuery, http.MethodGet, http.MethodPost))(w, r)
 		return
 	}
-	if r.Method == http.MethodPost && promIsForm(r) && r.Body != nil {
+	if r.Method == http.MethodPost && IsForm(r) && r.Body != nil {
 		body, err := io.ReadAll(io.LimitReader(r.Body, promMaxFormBytes+1))
 		if err != nil {
 			p.respondError(w, prom.ErrorBadData, "error parsing form values: "+err.Error())
@@ -127,18 +201,19 @@ func (p *promAPI) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 		}
 		if form, err := url.ParseQuery(string(body)); err == nil && form.Has("query") {
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			p.s.timed("prom_query", p.handleQuery)(w, r)
+			p.host.Timed("prom_query", p.handleQuery)(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	s := p.s
-	s.timed("query", s.ots.QueryHandler())(w, r)
+	p.host.Timed("query", p.otsQuery)(w, r)
 }
 
-func promIsForm(r *http.Request) bool {
+// IsForm reports whether the request's body is a form (Content-Type
+// application/x-www-form-urlencoded).
+func IsForm(r *http.Request) bool {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	return strings.HasPrefix(strings.TrimSpace(ct), "application/x-www-form-urlencoded")
 }
 
-func (p *promAPI) logger() *slog.Logger { return p.s.log }
+func (p *Handler) logger() *slog.Logger { return p.log }

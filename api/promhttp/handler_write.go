@@ -1,4 +1,4 @@
-package api
+package promhttp
 
 import (
 	"context"
@@ -42,10 +42,11 @@ import (
 // samples) is one commit.
 const promCommitEvery = 10_000
 
+// The headers of a remote-write 2.0 reply: what was written.
 const (
-	promHdrSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
-	promHdrHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
-	promHdrExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
+	HeaderSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	HeaderHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	HeaderExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
 )
 
 // promWriteOutcome is what a remote-write request did.
@@ -58,12 +59,12 @@ type promWriteOutcome struct {
 	storeErr error // the storage failed: 5xx
 }
 
-func (p *promAPI) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
+func (p *Handler) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
 	if o.msg == prom.MessageV2 {
 		h := w.Header()
-		h.Set(promHdrSamplesWritten, strconv.FormatInt(o.written, 10))
-		h.Set(promHdrHistogramsWritten, "0")
-		h.Set(promHdrExemplarsWritten, "0")
+		h.Set(HeaderSamplesWritten, strconv.FormatInt(o.written, 10))
+		h.Set(HeaderHistogramsWritten, "0")
+		h.Set(HeaderExemplarsWritten, "0")
 	}
 	if code == http.StatusNoContent {
 		w.WriteHeader(code)
@@ -75,7 +76,7 @@ func (p *promAPI) writeReply(w http.ResponseWriter, o *promWriteOutcome, code in
 	http.Error(w, quote.Message(msg), code)
 }
 
-func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleWrite(w http.ResponseWriter, r *http.Request) {
 	o := &promWriteOutcome{}
 	msg, err := prom.ParseWriteContentType(r.Header.Get("Content-Type"))
 	if err != nil {
@@ -93,7 +94,7 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 
 	// Admission: the body as sent, then, once the snappy header has told
 	// the decoded size, that too.
-	maxSent := p.s.cfg.MaxBodyBytes
+	maxSent := p.shared.MaxBodyBytes
 	if r.ContentLength > maxSent {
 		p.writeReply(w, o, http.StatusRequestEntityTooLarge, (&dialect.BodyTooLargeError{What: "as sent", Limit: maxSent}).Error())
 		return
@@ -112,12 +113,12 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	// The snappy header's claim is checked (413) before the rest is read,
 	// and against what the compressed bytes can hold before it is
 	// allocated; the decoded bytes come from the server's decoding budget.
-	res := p.s.decoding.reservation()
-	defer res.release()
+	res := p.host.Reserve()
+	defer res.Release()
 	body := dialect.GetBuf()
 	defer dialect.PutBuf(body)
 	errShed := errors.New("too many remote-write bytes in flight; retry later")
-	err = readSnappy(&strictLimitReader{r: r.Body, left: maxSent}, body, maxSent, p.cfg.WriteMaxDecodedBytes, res,
+	err = p.host.ReadSnappy(r.Body, body, maxSent, p.cfg.WriteMaxDecodedBytes, res,
 		func(sent, decoded int64) error {
 			if !p.limiter.grow(tk, sent+decoded) {
 				return errShed
@@ -125,7 +126,7 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 			return nil
 		})
 	if err != nil {
-		code, m := p.s.bodyError(err)
+		code, m := p.host.BodyError(err)
 		switch {
 		case errors.Is(err, errShed):
 			code, m = http.StatusTooManyRequests, err.Error()
@@ -140,8 +141,8 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 	raw := body.Bytes()
 
 	p.ingest(r.Context(), raw, o)
-	p.s.m.points.WithLabelValues("prometheus", "stored").Add(float64(o.written))
-	p.s.m.points.WithLabelValues("prometheus", "rejected").Add(float64(o.rejected))
+	p.host.Points("prometheus", "stored").Add(float64(o.written))
+	p.host.Points("prometheus", "rejected").Add(float64(o.rejected))
 	var me *prom.MalformedError
 	switch {
 	case errors.As(o.storeErr, &me):
@@ -151,7 +152,7 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(o.storeErr, store.ErrUnavailable) || errors.Is(o.storeErr, series.ErrClosed) || errors.Is(o.storeErr, context.Canceled) {
 			code = http.StatusServiceUnavailable
 		}
-		p.s.log.Error("remote write failed", "err", o.storeErr, "written", o.written)
+		p.log.Error("remote write failed", "err", o.storeErr, "written", o.written)
 		p.writeReply(w, o, code, m+"; retry")
 	case o.rejected > 0:
 		p.writeReply(w, o, http.StatusBadRequest, fmt.Sprintf("%d of %d samples, histograms and exemplars rejected, %d samples written; the first: %v",
@@ -163,15 +164,15 @@ func (p *promAPI) handleWrite(w http.ResponseWriter, r *http.Request) {
 
 // promWriteState is one request's scratch.
 type promWriteState struct {
-	p     *promAPI
+	p     *Handler
 	o     *promWriteOutcome
 	ctx   context.Context
 	batch *ingest.Batch
 	tags  []series.Tag
 }
 
-func (p *promAPI) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
-	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: p.s.writer.NewBatch()}
+func (p *Handler) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
+	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: p.writer.NewBatch()}
 	dec := p.decoders.Get().(*prom.Decoder)
 	defer p.decoders.Put(dec)
 	err := dec.Decode(o.msg, raw, ws.series, ws.metadata)

@@ -1,4 +1,4 @@
-package api
+package promhttp
 
 import (
 	"context"
@@ -62,22 +62,22 @@ func promErrorStatus(typ string) int {
 	return http.StatusInternalServerError
 }
 
-func (p *promAPI) respondError(w http.ResponseWriter, typ, msg string) {
+func (p *Handler) respondError(w http.ResponseWriter, typ, msg string) {
 	code := promErrorStatus(typ)
 	if code >= 500 && code != http.StatusServiceUnavailable {
-		p.s.log.Error("prometheus api error", "type", typ, "err", msg)
+		p.log.Error("prometheus api error", "type", typ, "err", msg)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(prom.AppendError(nil, typ, msg))
 }
 
-func (p *promAPI) invalidParam(w http.ResponseWriter, name string, err error) {
+func (p *Handler) invalidParam(w http.ResponseWriter, name string, err error) {
 	p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid parameter %q: %v", name, err))
 }
 
 // respond writes a success envelope around data (JSON already).
-func (p *promAPI) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
+func (p *Handler) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
 	buf := dialect.GetBuf()
 	defer dialect.PutBuf(buf)
 	out := prom.AppendSuccessStart(buf.AvailableBuffer())
@@ -179,7 +179,7 @@ func promHintLimit(limit int) int {
 	return limit
 }
 
-func (p *promAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
+func (p *Handler) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 	var lookback time.Duration
 	if s := r.FormValue("lookback_delta"); s != "" {
 		d, err := promParseDuration(s)
@@ -192,7 +192,7 @@ func (p *promAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 }
 
 // queryContext applies the timeout parameter.
-func (p *promAPI) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
+func (p *Handler) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
 	ctx := r.Context()
 	if to := r.FormValue("timeout"); to != "" {
 		d, err := promParseDuration(to)
@@ -206,7 +206,7 @@ func (p *promAPI) queryContext(r *http.Request) (context.Context, context.Cancel
 }
 
 // handleQuery is the instant query, /api/v1/query.
-func (p *promAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
@@ -239,7 +239,7 @@ func (p *promAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleQueryRange is /api/v1/query_range.
-func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
@@ -293,7 +293,7 @@ func (p *promAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 	p.runQuery(ctx, w, qry, qs, limit)
 }
 
-func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
+func (p *Handler) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
 	res := qry.Exec(ctx)
 	if res.Err == nil {
 		// The engine is done; a query out of time still answers as one.
@@ -304,9 +304,9 @@ func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promq
 		var tooMany promql.ErrTooManySamples
 		switch {
 		case typ == prom.ErrorTimeout:
-			p.s.engine.CountTimeout()
+			p.querier.CountTimeout()
 		case errors.As(res.Err, &tooMany):
-			p.s.engine.CountSamplesLimit()
+			p.querier.CountSamplesLimit()
 		}
 		p.respondError(w, typ, res.Err.Error())
 		return
@@ -336,7 +336,7 @@ func (p *promAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promq
 
 // matcherSets parses match[] as Prometheus does: every set needs a matcher
 // that does not match the empty string.
-func (p *promAPI) matcherSets(r *http.Request) ([][]*labels.Matcher, error) {
+func (p *Handler) matcherSets(r *http.Request) ([][]*labels.Matcher, error) {
 	sets, err := p.parser.ParseMetricSelectors(r.Form["match[]"])
 	if err != nil {
 		return nil, err
@@ -354,7 +354,7 @@ outer:
 }
 
 // rangeParams parses limit, start and end of the metadata endpoints.
-func (p *promAPI) rangeParams(w http.ResponseWriter, r *http.Request) (limit int, start, end time.Time, ok bool) {
+func (p *Handler) rangeParams(w http.ResponseWriter, r *http.Request) (limit int, start, end time.Time, ok bool) {
 	if err := r.ParseForm(); err != nil {
 		p.respondError(w, prom.ErrorBadData, "error parsing form values: "+err.Error())
 		return
@@ -375,7 +375,7 @@ func (p *promAPI) rangeParams(w http.ResponseWriter, r *http.Request) (limit int
 	return limit, start, end, true
 }
 
-func (p *promAPI) respondStrings(w http.ResponseWriter, vals []string, limit int, warnings annotations.Annotations) {
+func (p *Handler) respondStrings(w http.ResponseWriter, vals []string, limit int, warnings annotations.Annotations) {
 	if limit > 0 && len(vals) > limit {
 		vals = vals[:limit]
 		warnings = warnings.Add(errors.New("results truncated due to limit"))
@@ -388,7 +388,7 @@ func (p *promAPI) respondStrings(w http.ResponseWriter, vals []string, limit int
 }
 
 // handleLabels is /api/v1/labels.
-func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleLabels(w http.ResponseWriter, r *http.Request) {
 	p.respondLabelStrings(w, r, func(ctx context.Context, q storage.Querier, hints *storage.LabelHints, ms []*labels.Matcher) ([]string, error) {
 		names, _, err := q.LabelNames(ctx, hints, ms...)
 		return names, err
@@ -396,7 +396,7 @@ func (p *promAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLabelValues is /api/v1/label/<name>/values.
-func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
 	if len(name) > 3 && name[:3] == "U__" {
 		name = model.UnescapeName(name, model.ValueEncodingEscaping)
@@ -413,7 +413,7 @@ func (p *promAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 
 // respondLabelStrings answers the label endpoints: the union, sorted, of
 // what list gives for each match[] selector (or for none) in the range.
-func (p *promAPI) respondLabelStrings(w http.ResponseWriter, r *http.Request,
+func (p *Handler) respondLabelStrings(w http.ResponseWriter, r *http.Request,
 	list func(context.Context, storage.Querier, *storage.LabelHints, []*labels.Matcher) ([]string, error)) {
 	limit, start, end, ok := p.rangeParams(w, r)
 	if !ok {
@@ -455,7 +455,7 @@ func (p *promAPI) respondLabelStrings(w http.ResponseWriter, r *http.Request,
 
 // handleSeries is /api/v1/series: the label sets the match[] selectors
 // select in the range, without their samples.
-func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleSeries(w http.ResponseWriter, r *http.Request) {
 	limit, start, end, ok := p.rangeParams(w, r)
 	if !ok {
 		return
@@ -515,7 +515,7 @@ func (p *promAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
 // handleMetadata is /api/v1/metadata: the metadata remote write has sent,
 // {"<metric>":[{"type":..,"help":..,"unit":..}]}, with limit, limit_per_metric
 // and metric as Prometheus takes them.
-func (p *promAPI) handleMetadata(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	limit := -1
 	if s := r.FormValue("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -565,13 +565,13 @@ func (p *promAPI) handleMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRules is /api/v1/rules: hourglass evaluates no rules.
-func (p *promAPI) handleRules(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleRules(w http.ResponseWriter, r *http.Request) {
 	p.respond(w, []byte(`{"groups":[]}`), nil, nil)
 }
 
 // handleExemplars is /api/v1/query_exemplars: the parameters are checked as
 // Prometheus checks them; no exemplars are stored, so the answer is empty.
-func (p *promAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleExemplars(w http.ResponseWriter, r *http.Request) {
 	start, err := promParseTimeParam(r, "start", promMinTime)
 	if err != nil {
 		p.invalidParam(w, "start", err)

@@ -1,10 +1,10 @@
-package api
+package promhttp
 
 import "time"
 
 // PromConfig holds the limits of the Prometheus dialect. Zero values mean
 // the defaults.
-type PromConfig struct {
+type Config struct {
 	// WriteMaxDecodedBytes bounds a remote-write body once decompressed;
 	// the snappy header says the size, so a larger body is refused (413)
 	// before anything is allocated for it. Default 64 MiB.
@@ -41,7 +41,7 @@ type PromConfig struct {
 	MaxMetadata int
 }
 
-func (c *PromConfig) fill() {
+func (c *Config) fill() {
 	if c.WriteMaxDecodedBytes <= 0 {
 		c.WriteMaxDecodedBytes = 64 << 20
 	}

@@ -1,4 +1,4 @@
-package api
+package promhttp
 
 import (
 	"crypto/rand"
@@ -26,8 +26,8 @@ import (
 // pick in [start, end] (default: all time) are deleted; 204 on success.
 // It needs -allow-delete, Prometheus' --web.enable-admin-api; without it
 // the reply is Prometheus' 503 "admin APIs disabled".
-func (p *promAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
-	if !p.s.cfg.AllowDelete {
+func (p *Handler) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
+	if !p.shared.AllowDelete {
 		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
 		return
 	}
@@ -69,7 +69,7 @@ func (p *promAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	// The head takes the range as it is; it visits only the days in which
 	// each series had data.
-	if err := p.s.engine.Head().Delete(r.Context(), ls, max(mint, 0), maxt); err != nil {
+	if err := p.deleter.Delete(r.Context(), ls, max(mint, 0), maxt); err != nil {
 		if errors.Is(err, series.ErrDeleteUnfinished) {
 			p.respondError(w, prom.ErrorTimeout, err.Error())
 			return
@@ -82,8 +82,8 @@ func (p *promAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 
 // handleCleanTombstones is /api/v1/admin/tsdb/clean_tombstones: a delete
 // leaves no tombstone behind once it returns, so there is nothing to clean.
-func (p *promAPI) handleCleanTombstones(w http.ResponseWriter, r *http.Request) {
-	if !p.s.cfg.AllowDelete {
+func (p *Handler) handleCleanTombstones(w http.ResponseWriter, r *http.Request) {
+	if !p.shared.AllowDelete {
 		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
 		return
 	}
@@ -144,9 +144,9 @@ func snapshotName(now time.Time) string {
 // leaving out what is only in the WAL. It needs -allow-delete, Prometheus'
 // --web.enable-admin-api, and the embedded store: on Bigtable the answer is
 // 501 and the tables are backed up with Bigtable's own backups.
-func (p *promAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	sn := p.snap
-	if !p.s.cfg.AllowDelete {
+	if !p.shared.AllowDelete {
 		sn.total.WithLabelValues("disabled").Inc()
 		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
 		return
@@ -159,7 +159,7 @@ func (p *promAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if p.s.cfg.SnapshotDir == "" {
+	if p.shared.SnapshotDir == "" {
 		sn.total.WithLabelValues("unsupported").Inc()
 		p.respondError(w, prom.ErrorInternal, "no snapshot directory configured")
 		return
@@ -172,12 +172,12 @@ func (p *promAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := snapshotName(time.Now())
-	if err := os.MkdirAll(p.s.cfg.SnapshotDir, 0o755); err != nil {
+	if err := os.MkdirAll(p.shared.SnapshotDir, 0o755); err != nil {
 		sn.total.WithLabelValues("error").Inc()
 		p.respondError(w, prom.ErrorInternal, fmt.Sprintf("create snapshot directory: %v", err))
 		return
 	}
-	st, err := p.s.engine.Head().TakeSnapshot(r.Context(), filepath.Join(p.s.cfg.SnapshotDir, name), skipHead)
+	st, err := p.snapshots.TakeSnapshot(r.Context(), filepath.Join(p.shared.SnapshotDir, name), skipHead)
 	switch {
 	case errors.Is(err, series.ErrSnapshotUnsupported):
 		sn.total.WithLabelValues("unsupported").Inc()

@@ -1,4 +1,4 @@
-package api
+package promhttp
 
 import (
 	"encoding/json"
@@ -47,13 +47,14 @@ func newTSDBStatus(reg prometheus.Registerer) *tsdbStatus {
 	return s
 }
 
-type promTSDBStat struct {
+// TSDBStat is one name and figure of TSDBStatus.
+type TSDBStat struct {
 	Name  string `json:"name"`
 	Value uint64 `json:"value"`
 }
 
-// promTSDBStatus is Prometheus' TSDBStatus (web/api/v1).
-type promTSDBStatus struct {
+// TSDBStatus is Prometheus' TSDBStatus (web/api/v1).
+type TSDBStatus struct {
 	HeadStats struct {
 		NumSeries     uint64 `json:"numSeries"`
 		NumLabelPairs int    `json:"numLabelPairs"`
@@ -61,16 +62,16 @@ type promTSDBStatus struct {
 		MinTime       int64  `json:"minTime"`
 		MaxTime       int64  `json:"maxTime"`
 	} `json:"headStats"`
-	SeriesCountByMetricName     []promTSDBStat `json:"seriesCountByMetricName"`
-	LabelValueCountByLabelName  []promTSDBStat `json:"labelValueCountByLabelName"`
-	MemoryInBytesByLabelName    []promTSDBStat `json:"memoryInBytesByLabelName"`
-	SeriesCountByLabelValuePair []promTSDBStat `json:"seriesCountByLabelValuePair"`
+	SeriesCountByMetricName     []TSDBStat `json:"seriesCountByMetricName"`
+	LabelValueCountByLabelName  []TSDBStat `json:"labelValueCountByLabelName"`
+	MemoryInBytesByLabelName    []TSDBStat `json:"memoryInBytesByLabelName"`
+	SeriesCountByLabelValuePair []TSDBStat `json:"seriesCountByLabelValuePair"`
 }
 
-func promTSDBStats(in []series.Stat) []promTSDBStat {
-	out := make([]promTSDBStat, len(in))
+func promTSDBStats(in []series.Stat) []TSDBStat {
+	out := make([]TSDBStat, len(in))
 	for i, s := range in {
-		out[i] = promTSDBStat{s.Name, s.Value}
+		out[i] = TSDBStat{s.Name, s.Value}
 	}
 	return out
 }
@@ -80,7 +81,7 @@ func promTSDBStats(in []series.Stat) []promTSDBStat {
 // each list the limit (default 10, at most 10000) largest, the largest first.
 // headStats.numSeries counts the series of the index, chunkCount, minTime and
 // maxTime the chunks and points of the head.
-func (p *promAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 	limit := 10
 	if v := r.FormValue("limit"); v != "" {
 		var err error
@@ -98,8 +99,8 @@ func (p *promAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 	defer ts.mu.Unlock()
 	if ts.body == nil || ts.limit != limit || time.Since(ts.at) > tsdbStatusTTL {
 		start := time.Now()
-		c := p.s.engine.Head().Cardinality(limit)
-		var out promTSDBStatus
+		c := p.card.Cardinality(limit)
+		var out TSDBStatus
 		out.HeadStats.NumSeries, out.HeadStats.NumLabelPairs = c.NumSeries, c.NumLabelPairs
 		out.HeadStats.ChunkCount, out.HeadStats.MinTime, out.HeadStats.MaxTime = c.ChunkCount, c.MinTime, c.MaxTime
 		out.SeriesCountByMetricName = promTSDBStats(c.SeriesCountByMetricName)
@@ -116,4 +117,9 @@ func (p *promAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 		ts.took.Set(time.Since(start).Seconds())
 	}
 	p.respond(w, ts.body, nil, nil)
+}
+
+// handleBuildInfo is /api/v1/status/buildinfo (Shared.BuildInfo).
+func (p *Handler) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
+	p.respond(w, p.shared.BuildInfo(), nil, nil)
 }

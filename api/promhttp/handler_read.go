@@ -1,4 +1,4 @@
-package api
+package promhttp
 
 import (
 	"context"
@@ -25,20 +25,20 @@ import (
 // their samples in its range, as a snappy ReadResponse (SAMPLES) or as
 // framed ChunkedReadResponses of XOR chunks (STREAMED_XOR_CHUNKS), whichever
 // the client lists first. One request shares one series and sample budget.
-func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) handleRead(w http.ResponseWriter, r *http.Request) {
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "snappy":
 	default:
 		http.Error(w, fmt.Sprintf("Content-Encoding %q is not accepted: remote read requests are snappy (block format)", enc), http.StatusUnsupportedMediaType)
 		return
 	}
-	res := p.s.decoding.reservation()
-	defer res.release()
+	res := p.host.Reserve()
+	defer res.Release()
 	body := dialect.GetBuf()
 	defer dialect.PutBuf(body)
 	limit := p.cfg.ReadMaxDecodedBytes
-	if err := readSnappy(&strictLimitReader{r: r.Body, left: limit}, body, limit, limit, res, nil); err != nil {
-		code, msg := p.s.bodyError(err)
+	if err := p.host.ReadSnappy(r.Body, body, limit, limit, res, nil); err != nil {
+		code, msg := p.host.BodyError(err)
 		switch {
 		case errors.Is(err, dialect.ErrTooLargeAsSent):
 			msg = (&dialect.BodyTooLargeError{What: "as sent", Limit: limit}).Error()
@@ -61,7 +61,7 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), p.s.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), p.shared.QueryTimeout)
 	defer cancel()
 	mint, maxt := int64(0), int64(0)
 	for i, q := range req.Queries {
@@ -124,7 +124,7 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 			if !started {
 				p.readError(w, err)
 			} else {
-				p.s.log.Warn("remote read: stream cut short", "err", err)
+				p.log.Warn("remote read: stream cut short", "err", err)
 			}
 			return
 		}
@@ -137,7 +137,7 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 			}
 			s := ss.At()
 			if err := cw.WriteSeries(int64(i), s.Labels(), s.Iterator(nil)); err != nil {
-				p.s.log.Warn("remote read: stream cut short", "err", err)
+				p.log.Warn("remote read: stream cut short", "err", err)
 				return
 			}
 			if f != nil {
@@ -154,7 +154,7 @@ func (p *promAPI) handleRead(w http.ResponseWriter, r *http.Request) {
 // readError answers a remote-read error: 400 for a request over the limits
 // (as Prometheus answers its sample limit), 503 when the storage asks for a
 // retry or the time ran out, 500 otherwise.
-func (p *promAPI) readError(w http.ResponseWriter, err error) {
+func (p *Handler) readError(w http.ResponseWriter, err error) {
 	var le *query.LimitError
 	var stErr promql.ErrStorage
 	if errors.As(err, &stErr) {
@@ -166,12 +166,12 @@ func (p *promAPI) readError(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusServiceUnavailable
-		err = fmt.Errorf("remote read timed out after %v: %w", p.s.cfg.QueryTimeout, err)
+		err = fmt.Errorf("remote read timed out after %v: %w", p.shared.QueryTimeout, err)
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
 		code = http.StatusServiceUnavailable
 	}
 	if code >= 500 {
-		p.s.log.Error("remote read failed", "err", err)
+		p.log.Error("remote read failed", "err", err)
 	}
 	http.Error(w, err.Error(), code)
 }
