@@ -151,8 +151,13 @@ const ctxEvery = 1 << 14
 
 // outputError is a LimitError of -query-max-output-points.
 func (e *Engine) outputError(need int64, why string) *LimitError {
-	return e.exceeded(&LimitError{What: "output points", Limit: e.limits.MaxOutputPoints,
-		Flag: "-query-max-output-points", Need: need, Why: why})
+	return e.exceeded(outputLimit(e.limits.MaxOutputPoints, need, why))
+}
+
+// outputLimit is the LimitError of -query-max-output-points, not counted.
+func outputLimit(limit int, need int64, why string) *LimitError {
+	return &LimitError{What: "output points", Limit: limit,
+		Flag: "-query-max-output-points", Need: need, Why: why}
 }
 
 // planDownsample refuses, before anything is read, a downsample whose

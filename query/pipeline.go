@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -146,7 +147,9 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 				return corruptSeries(entries[i], err)
 			}
 			if over {
-				return e.outputError(0, fmt.Sprintf("%d series with points in the range so far, each up to %d buckets of %s", seen.Load(), want, spec))
+				// Not counted here: several workers may stop on the same
+				// query; it is counted once below.
+				return outputLimit(e.limits.MaxOutputPoints, 0, fmt.Sprintf("%d series with points in the range so far, each up to %d buckets of %s", seen.Load(), want, spec))
 			}
 			sc.cells = nil
 			if err := ctx.Err(); err != nil {
@@ -155,6 +158,9 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 		}
 		return nil
 	})
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		return nil, e.exceeded(le)
+	}
 	if err != nil {
 		return nil, err
 	}
