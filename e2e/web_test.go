@@ -399,7 +399,9 @@ func TestWebPage(t *testing.T) {
 	b := webStartBrowser(t, 1440, 1100)
 	ctx := b.ctx
 
-	webRun(t, ctx, "opening the page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("metric")))
+	// With a range in the URL the page does not pick a metric itself (see
+	// "opens on data" for a page opened bare).
+	webRun(t, ctx, "opening the page", chromedp.Navigate(s.url+"/?range=1h"), chromedp.WaitVisible(chromedp.ID("metric")))
 
 	t.Run("status panel", func(t *testing.T) {
 		var st struct {
@@ -426,6 +428,56 @@ func TestWebPage(t *testing.T) {
 	})
 
 	t.Run("cardinality panel", func(t *testing.T) { webCheckCardinality(t, ctx) })
+
+	// A page opened bare (no URL state) on a server holding the README's
+	// points shows them: the newest written metric, over a range that holds
+	// its newest point (absolute when it is older than the default hour);
+	// and once a metric is written now, that one over the last hour.
+	t.Run("opens on data", func(t *testing.T) {
+		s2 := start(t, t.TempDir())
+		readme := []map[string]any{
+			{"metric": "sys.cpu.user", "timestamp": 1700000000, "value": 42, "tags": map[string]string{"host": "web01", "dc": "lga"}},
+			{"metric": "sys.cpu.user", "timestamp": 1700000010, "value": 42.5, "tags": map[string]string{"host": "web01", "dc": "lga"}},
+			{"metric": "sys.cpu.user", "timestamp": 1700000020, "value": 43, "tags": map[string]string{"host": "web01", "dc": "lga"}},
+		}
+		webPut(t, s2, readme)
+		open := func(what string) context.Context {
+			ctx2 := b.newTab(1440, 1100)
+			webRun(t, ctx2, what, chromedp.Navigate(s2.url+"/"))
+			if st := webWaitRun(t, ctx2, 0); st != "ready" {
+				t.Fatalf("%s: the page ends %q, want ready", what, st)
+			}
+			return ctx2
+		}
+		ctx2 := open("opening the page bare on the README's points")
+		var got struct {
+			Metric string
+			From   float64
+			To     float64
+		}
+		webEval(t, ctx2, `({metric: document.getElementById('metric').value, from: hourglass.state.from, to: hourglass.state.to})`, &got)
+		if got.Metric != "sys.cpu.user" || got.From > 1700000000e3 || got.To < 1700000020e3 {
+			t.Errorf("bare page on the README's points: metric %q over [%v, %v], want sys.cpu.user over a range holding 1700000000-1700000020 s", got.Metric, got.From, got.To)
+		}
+		if sr := webChartSeries(t, ctx2); len(sr) != 1 || fmt.Sprint(sr[0].T, sr[0].V) != "[1700000000000 1700000010000 1700000020000] [42 42.5 43]" {
+			t.Errorf("bare page on the README's points: chart %+v, want the three points", sr)
+		}
+		now := time.Now().Unix()
+		webPut(t, s2, []map[string]any{{"metric": "sys.net.bytes", "timestamp": now - 60, "value": 1000, "tags": map[string]string{"host": "web01", "dc": "lga"}}})
+		ctx3 := open("opening the page bare after a point written now")
+		var got2 struct {
+			Metric, Range, Search string
+			From                  *float64
+		}
+		webEval(t, ctx3, `({metric: document.getElementById('metric').value, range: hourglass.state.range, from: hourglass.state.from, search: location.search})`, &got2)
+		if got2.Metric != "sys.net.bytes" || got2.From != nil || got2.Range != "1h" || !strings.Contains(got2.Search, "m=sys.net.bytes") {
+			t.Errorf("bare page after a point written now: %+v, want sys.net.bytes over the last hour, in the URL", got2)
+		}
+		if sr := webChartSeries(t, ctx3); len(sr) != 1 || len(sr[0].T) != 1 || sr[0].T[0] != (now-60)*1000 {
+			t.Errorf("bare page after a point written now: chart %+v, want the point at %d", sr, (now-60)*1000)
+		}
+		b.checkNoErrors()
+	})
 
 	// The metric, typed and picked from the autocomplete list.
 	webRun(t, ctx, "typing the metric", chromedp.SendKeys(chromedp.ID("metric"), "web.test.c"))

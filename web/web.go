@@ -6,6 +6,7 @@
 // the binary with go:embed: there is no build step, and nothing is fetched
 // from anywhere but the server at run time. static/ holds the files;
 // static/chart.js is the chart, static/cardinality.js the cardinality panel,
+// static/start.js the view a page opened without a query starts on,
 // static/app.js the rest of the page.
 package web
 

@@ -4,6 +4,7 @@
 
 import { Chart, seriesColor } from './chart.js';
 import { attach, filterNames } from './complete.js';
+import { startView, startRange } from './start.js';
 import {
   parseDuration, formatDuration, localDateTime, localInputValue, formatValue,
   formatBytes, formatCount, humanDuration, niceStepMs, tzName,
@@ -832,6 +833,30 @@ async function loadLists() {
   }
 }
 
+// openOnData starts a page opened without a query (no URL state) on the
+// newest written metric (start.js), or lists the metrics to pick, unless
+// the user has begun a query meanwhile.
+async function openOnData() {
+  $('message').textContent = 'Looking for the newest data…';
+  const v = await startView(api).catch(() => ({ names: [] }));
+  if (runSeq > 0 || location.search || state.mode !== 'tsdb' || currentMetric()) return;
+  if (v.metric) {
+    state.metric = v.metric;
+    Object.assign(state, startRange(v.newest, Date.now(), parseDuration(state.range) || 3600e3));
+    fillControls();
+    runQuery({ push: false, force: true });
+    return;
+  }
+  const msg = $('message');
+  if (!v.names.length) { msg.textContent = 'Nothing is stored yet: write some points (README.md shows how), then reload.'; return; }
+  msg.replaceChildren('Choose a metric to start: ', ...v.names.map(m => {
+    const b = document.createElement('button');
+    b.type = 'button'; b.className = 'link'; b.textContent = m;
+    b.addEventListener('click', () => { $('metric').value = m; runQuery({ force: true }); });
+    return b;
+  }));
+}
+
 function init() {
   chart = new Chart($('chart'), { onZoom: zoomTo, onReset: resetZoom });
   setOptions($('agg'), DEFAULT_AGGS, DEFAULTS.agg);
@@ -911,6 +936,7 @@ function init() {
   else {
     $('message').textContent = state.mode === 'tsdb' ? 'Choose a metric to start: its names appear as you type.' : 'Write a PromQL expression and press Run.';
     if (state.mode === 'tsdb') $('metric').focus();
+    if (!location.search) openOnData();
   }
 
   // A small hook for tests and for the curious: what the chart was given,
