@@ -130,6 +130,7 @@ func (it *Iterator) reset(b []byte, base int64) error {
 		return corrupt(seq, "first timestamp outside the hour")
 	}
 	it.first = base + it.ts.x
+	it.ts.x = it.first // the sequence decodes to timestamps, not offsets
 	tsLen, n := binary.Uvarint(b[off:])
 	if n <= 0 || tsLen > uint64(len(b)-off-n) {
 		return corrupt(off, "bad timestamp stream length")
@@ -507,26 +508,25 @@ func (it *Iterator) fill() bool {
 	if !it.ts.decode(ts, 0) {
 		return it.fail(it.ts.r.offset(), "truncated timestamp stream")
 	}
-	prev := it.prevOff
+	// The sequence's first integer is base+offset (see reset): ts holds
+	// timestamps, and the checks subtract the base.
+	base, prev := it.base, it.prevOff
 	if s := &it.ts; s.noBits && (s.keep == 0 || s.off == 0) {
 		// Every step is s.d (a regular scrape): check the ends and the step.
-		first, last := ts[0], ts[k-1]
+		first, last := ts[0]-base, ts[k-1]-base
 		if uint64(first) >= HourMillis || first <= prev || uint64(last) >= HourMillis ||
 			k > 1 && (s.d <= 0 || s.d >= HourMillis) {
 			return it.fail(it.ts.r.offset(), "timestamps not increasing or outside the hour")
-		}
-		for i := range ts {
-			ts[i] += it.base
 		}
 		prev = last
 	} else {
 		var hi uint64
 		minD := int64(1)
-		for i, x := range ts {
+		for _, t := range ts {
+			x := t - base
 			hi = max(hi, uint64(x))
 			minD = min(minD, x-prev)
 			prev = x
-			ts[i] = x + it.base
 		}
 		if hi >= HourMillis || minD <= 0 {
 			return it.fail(it.ts.r.offset(), "timestamps not increasing or outside the hour")
