@@ -267,8 +267,8 @@ run_system() {
     stop_server
     local peak; wait "$du_pid" || true; peak=$(head -n1 "$OUT/reports/$tag.disk-running.txt")
     [[ "$peak" =~ ^[0-9]+$ ]] || peak=-
-    # Bytes on disk: the sizes of every file in the data directory (logs,
-    # WALs and tables alike), as the write run sampled them. Preallocated
+    # Bytes on disk after stop: the sizes of every file in the data
+    # directory (logs, WALs and tables alike), as du sampled them. Preallocated
     # space shows in the allocated figure (du -k), logged beside it; every
     # file is listed in reports/TAG.files.tsv.
     find "$dir" -type f -printf '%s\t%P\n' | sort -k2 > "$OUT/reports/$tag.files.tsv"
