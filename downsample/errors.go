@@ -1,7 +1,7 @@
 package downsample
 
 import (
-	"errors"
+	"hourglass/internal/errclass"
 	"strconv"
 )
 
@@ -10,10 +10,10 @@ import (
 var (
 	// ErrUnknownAggregator is wrapped by every error that names an
 	// aggregator that does not exist (see UnknownAggregatorError).
-	ErrUnknownAggregator = errors.New("no such aggregation function")
+	ErrUnknownAggregator = errclass.New(errclass.ErrInvalid, "no such aggregation function")
 
 	// ErrInvalidSpec is wrapped by every error from ParseSpec (see SpecError).
-	ErrInvalidSpec = errors.New("invalid downsample spec")
+	ErrInvalidSpec = errclass.New(errclass.ErrInvalid, "invalid downsample spec")
 )
 
 // UnknownAggregatorError reports an aggregator name that Lookup does not know.

@@ -7,13 +7,10 @@ import (
 	"net/http"
 
 	"hourglass/api/opentsdb"
-	"hourglass/downsample"
-	"hourglass/ingest"
+	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
 	"hourglass/query"
 	"hourglass/series"
-	"hourglass/store"
-	"hourglass/uid"
 )
 
 // openTSDBRetryAfter is the Retry-After, in seconds, of an OpenTSDB 503 or
@@ -37,30 +34,21 @@ func WriteError(w http.ResponseWriter, code int, message, details string) {
 func openTSDBStatus(err error) (int, string, string) {
 	var re *opentsdb.RequestError
 	var le *query.LimitError
-	var nf *uid.NoSuchNameError
-	var ua *downsample.UnknownAggregatorError
-	var se *downsample.SpecError
 	switch {
 	case errors.As(err, &re):
 		return re.Status, re.Message, re.Details
 	case errors.As(err, &le):
 		return http.StatusRequestEntityTooLarge, le.Error(), ""
-	case errors.As(err, &nf):
-		return http.StatusBadRequest, nf.Error(), ""
-	case errors.As(err, &ua):
-		return http.StatusBadRequest, ua.Error(), ""
-	case errors.As(err, &se):
-		return http.StatusBadRequest, se.Error(), ""
 	case errors.Is(err, series.ErrDeleteUnfinished):
 		// Durable, and finishing in the background: not a failure to retry.
 		return http.StatusRequestTimeout, err.Error(), "the delete is in the write-ahead log and completes without the client"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusRequestTimeout, "Query timed out: it ran past the configured query timeout", ""
-	case errors.Is(err, ingest.ErrInvalid):
+	}
+	switch errclass.Of(err) {
+	case errclass.Invalid:
 		return http.StatusBadRequest, err.Error(), ""
-	case errors.Is(err, uid.ErrFull), errors.Is(err, series.ErrOutOfRetention):
-		return http.StatusBadRequest, err.Error(), ""
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
+	case errclass.Unavailable:
 		return http.StatusServiceUnavailable, "Storage unavailable: " + err.Error(), "retry later"
 	}
 	return http.StatusInternalServerError, "Storage exception: " + err.Error(), ""

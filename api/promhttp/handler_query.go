@@ -20,9 +20,8 @@ import (
 
 	"hourglass/api/dialect"
 	"hourglass/api/prom"
+	"hourglass/internal/errclass"
 	"hourglass/query"
-	"hourglass/series"
-	"hourglass/store"
 )
 
 // The query API, as web/api/v1 writes it: GET, or POST with a form body,
@@ -102,13 +101,10 @@ func promExecError(err error) string {
 		return prom.ErrorCanceled
 	case errors.As(err, &le), errors.As(err, &tooMany):
 		return prom.ErrorExecution
-	case errors.As(err, &stErr):
-		if errors.Is(stErr.Err, store.ErrUnavailable) || errors.Is(stErr.Err, series.ErrClosed) {
-			return prom.ErrorUnavailable
-		}
-		return prom.ErrorInternal
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
+	case errclass.IsUnavailable(err):
 		return prom.ErrorUnavailable
+	case errors.As(err, &stErr):
+		return prom.ErrorInternal
 	}
 	return prom.ErrorExecution
 }

@@ -14,10 +14,9 @@ import (
 
 	"hourglass/api/dialect"
 	"hourglass/api/prom"
+	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
 	"hourglass/query"
-	"hourglass/series"
-	"hourglass/store"
 )
 
 // handleRead is remote read (POST /api/v1/read): a snappy-compressed
@@ -167,7 +166,7 @@ func (p *Handler) readError(w http.ResponseWriter, err error) {
 	case errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusServiceUnavailable
 		err = fmt.Errorf("remote read timed out after %v: %w", p.shared.QueryTimeout, err)
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, series.ErrClosed):
+	case errclass.IsUnavailable(err):
 		code = http.StatusServiceUnavailable
 	}
 	if code >= 500 {

@@ -14,11 +14,10 @@ import (
 	"hourglass/api/prom"
 	"hourglass/chunk"
 	"hourglass/ingest"
+	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
 	"hourglass/query"
 	"hourglass/series"
-	"hourglass/store"
-	"hourglass/uid"
 )
 
 // Remote write (POST /api/v1/write), as the Remote-Write 1.0 and 2.0
@@ -149,7 +148,7 @@ func (p *Handler) handleWrite(w http.ResponseWriter, r *http.Request) {
 		p.writeReply(w, o, http.StatusBadRequest, "nothing written: "+me.Error())
 	case o.storeErr != nil:
 		code, m := http.StatusInternalServerError, "storage error: "+o.storeErr.Error()
-		if errors.Is(o.storeErr, store.ErrUnavailable) || errors.Is(o.storeErr, series.ErrClosed) || errors.Is(o.storeErr, context.Canceled) {
+		if errclass.IsUnavailable(o.storeErr) || errors.Is(o.storeErr, context.Canceled) {
 			code = http.StatusServiceUnavailable
 		}
 		p.log.Error("remote write failed", "err", o.storeErr, "written", o.written)
@@ -264,11 +263,11 @@ func (ws *promWriteState) commit() error {
 		return err
 	}
 	for _, err := range b.CommitErrors() {
-		// A full UID space, a point past the retention or a new series
-		// over a series limit is the data's fault, not worth a retry (400,
-		// as Mimir answers its series limits); anything else is the storage's.
-		if !errors.Is(err, ingest.ErrInvalid) && !errors.Is(err, uid.ErrFull) && !errors.Is(err, series.ErrOutOfRetention) &&
-			!errors.Is(err, series.ErrSeriesLimit) {
+		// Invalid input (a full UID space, a point past the retention, a
+		// new series over a series limit) is the data's fault, not worth a
+		// retry (400, as Mimir answers its series limits); anything else is
+		// the storage's.
+		if !errclass.IsInvalid(err) {
 			ws.o.written += int64(b.Len() - b.Failed())
 			b.Reset()
 			return err
