@@ -281,80 +281,12 @@ func (s *Handler) seriesByName(ctx context.Context, metric string, tags []opents
 // replaces (the series named by tsuid, or by ?m= exactly, with
 // ?create=true needed when it has no meta and no data); DELETE clears it.
 func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	q := r.URL.Query()
 	if r.Method == http.MethodGet {
-		if opentsdb.HasFlag(q, "tsuid") {
-			id, err := s.parseTSUID(q.Get("tsuid"))
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			m, stored, err := s.meta.GetTSMeta(ctx, id)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			if !stored && s.index.Lookup(id) == nil {
-				WriteError(w, http.StatusNotFound, "Could not find Timeseries meta data", "")
-				return
-			}
-			out, err := s.tsMeta(ctx, id, m)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			WriteJSON(w, http.StatusOK, out)
-			return
-		}
-		m, ok := q["m"]
-		if !ok || len(m) == 0 || m[len(m)-1] == "" {
-			s.writeError(w, r, opentsdb.MissingParameter("m"))
-			return
-		}
-		metric, tags, err := opentsdb.ParseMetricTags(m[len(m)-1])
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if _, err := s.seriesByName(ctx, metric, tags); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		var otsMillis []series.Matcher
-		for _, t := range tags {
-			mt, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			otsMillis = append(otsMillis, mt)
-		}
-		entries := s.index.Select(metric, otsMillis, false, 0, 1<<62)
-		if len(entries) > s.cfg.LastMaxSeries {
-			WriteError(w, http.StatusRequestEntityTooLarge, "Sorry, the query matches more than the limit of "+
-				itoaInt(s.cfg.LastMaxSeries)+" series", "narrow the metric's tags")
-			return
-		}
-		sort.Slice(entries, func(i, j int) bool { return string(entries[i].TSUID) < string(entries[j].TSUID) })
-		out := make([]*opentsdb.TSMeta, 0, len(entries))
-		for _, e := range entries {
-			m, _, err := s.meta.GetTSMeta(ctx, e.TSUID)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			tm, err := s.tsMeta(ctx, e.TSUID, m)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			out = append(out, tm)
-		}
-		WriteJSON(w, http.StatusOK, out)
+		s.getTSMeta(w, r)
 		return
 	}
-
+	ctx := r.Context()
+	q := r.URL.Query()
 	body, ok := s.readJSONBody(w, r)
 	if !ok {
 		return
@@ -425,8 +357,99 @@ func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	next := mergeTSMeta(stored, req, r.Method == http.MethodPut)
+	if err := s.meta.PutTSMeta(ctx, id, next); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.tsMeta(ctx, id, next)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// getTSMeta is a GET of /api/uid/tsmeta: one series by tsuid=, or every
+// series of m= (at most LastMaxSeries).
+func (s *Handler) getTSMeta(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	if opentsdb.HasFlag(q, "tsuid") {
+		id, err := s.parseTSUID(q.Get("tsuid"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		m, stored, err := s.meta.GetTSMeta(ctx, id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if !stored && s.index.Lookup(id) == nil {
+			WriteError(w, http.StatusNotFound, "Could not find Timeseries meta data", "")
+			return
+		}
+		out, err := s.tsMeta(ctx, id, m)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, out)
+		return
+	}
+	m, ok := q["m"]
+	if !ok || len(m) == 0 || m[len(m)-1] == "" {
+		s.writeError(w, r, opentsdb.MissingParameter("m"))
+		return
+	}
+	metric, tags, err := opentsdb.ParseMetricTags(m[len(m)-1])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.seriesByName(ctx, metric, tags); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var otsMillis []series.Matcher
+	for _, t := range tags {
+		mt, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		otsMillis = append(otsMillis, mt)
+	}
+	entries := s.index.Select(metric, otsMillis, false, 0, 1<<62)
+	if len(entries) > s.cfg.LastMaxSeries {
+		WriteError(w, http.StatusRequestEntityTooLarge, "Sorry, the query matches more than the limit of "+
+			itoaInt(s.cfg.LastMaxSeries)+" series", "narrow the metric's tags")
+		return
+	}
+	sort.Slice(entries, func(i, j int) bool { return string(entries[i].TSUID) < string(entries[j].TSUID) })
+	out := make([]*opentsdb.TSMeta, 0, len(entries))
+	for _, e := range entries {
+		m, _, err := s.meta.GetTSMeta(ctx, e.TSUID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		tm, err := s.tsMeta(ctx, e.TSUID, m)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out = append(out, tm)
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// mergeTSMeta is what a POST (the fields sent, over what is stored) or a
+// PUT (the fields sent, over defaults) writes.
+func mergeTSMeta(stored meta.TSMeta, req *opentsdb.TSMetaRequest, put bool) meta.TSMeta {
 	next := stored
-	if r.Method == http.MethodPut {
+	if put {
 		next = meta.NewTSMeta()
 		next.Created = stored.Created
 	}
@@ -450,16 +473,7 @@ func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 	if req.Created != nil && *req.Created > 0 && (next.Created == 0 || *req.Created < next.Created) {
 		next.Created = *req.Created
 	}
-	if err := s.meta.PutTSMeta(ctx, id, next); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.tsMeta(ctx, id, next)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, out)
+	return next
 }
 
 // handleUIDRename is /api/uid/rename: {"result":"true"}, or 400 with
