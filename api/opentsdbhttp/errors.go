@@ -34,9 +34,12 @@ func WriteError(w http.ResponseWriter, code int, message, details string) {
 func openTSDBStatus(err error) (int, string, string) {
 	var re *opentsdb.RequestError
 	var le *query.LimitError
+	var pe *query.PlanError
 	switch {
 	case errors.As(err, &re):
 		return re.Status, re.Message, re.Details
+	case errors.As(err, &pe):
+		return http.StatusBadRequest, pe.Message, pe.Details
 	case errors.As(err, &le):
 		return http.StatusRequestEntityTooLarge, le.Error(), ""
 	case errors.Is(err, series.ErrDeleteUnfinished):

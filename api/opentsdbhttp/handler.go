@@ -119,6 +119,7 @@ type Handler struct {
 	meta    *meta.Store
 	queries *queryLog
 	salts   int
+	planner *query.Planner
 
 	puts    sync.Pool
 	putOnce sync.Once
@@ -134,6 +135,9 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 		cfg: cfg, host: host, log: log, reg: reg, started: time.Now(),
 		writer: d.Writer, engine: d.Querier, uids: d.UIDs, index: d.Index, deleter: d.Deleter,
 		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
+		planner: &query.Planner{Names: d.UIDs, Index: d.Index, MaxTags: d.Writer.Limits().MaxTags,
+			SkipUnresolvedTagVs: cfg.SkipUnresolvedTagVs, Widths: query.KeyWidths{
+				Metric: d.UIDs.Width(uid.Metric), TagK: d.UIDs.Width(uid.TagK), TagV: d.UIDs.Width(uid.TagV)}},
 	}
 }
 

@@ -1,8 +1,8 @@
 package opentsdbhttp
 
 import (
+	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -18,9 +18,7 @@ import (
 	"hourglass/downsample"
 	"hourglass/meta"
 	"hourglass/query"
-	"hourglass/rowkey"
 	"hourglass/series"
-	"hourglass/uid"
 )
 
 // subResult is one sub-query's results and figures.
@@ -60,31 +58,10 @@ func fmtMillis(d time.Duration) string { return strconv.FormatFloat(otsMillis(d)
 // string (GET), run through the engine, streamed out in OpenTSDB's shape.
 func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
-	q := r.URL.Query()
-	var req *opentsdb.QueryRequest
-	var err error
-	switch r.Method {
-	case http.MethodGet:
-		req, err = opentsdb.ParseQueryURI(q)
-	default:
-		body := dialect.GetBuf()
-		defer dialect.PutBuf(body)
-		if err := s.host.ReadBody(r, body); err != nil {
-			code, msg := s.host.BodyError(err)
-			WriteError(w, code, msg, "")
-			return
-		}
-		if body.Len() == 0 && r.Method == http.MethodDelete {
-			req, err = opentsdb.ParseQueryURI(q)
-		} else {
-			req, err = opentsdb.ParseQueryJSON(body.Bytes())
-		}
-		if err == nil {
-			req.Arrays = req.Arrays || opentsdb.HasFlag(q, "arrays")
-		}
-	}
-	if err != nil {
-		s.writeError(w, r, err)
+	body := dialect.GetBuf() // the parsed request may point into it
+	defer dialect.PutBuf(body)
+	req, ok := s.readQueryRequest(w, r, body)
+	if !ok {
 		return
 	}
 	if r.Method == http.MethodDelete {
@@ -126,52 +103,9 @@ func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 
 	subs := make([]subResult, len(req.Queries))
 	for i := range req.Queries {
-		sq := &req.Queries[i]
-		sb := &subs[i]
-		sb.sq, sb.stats.index = sq, sq.Index
-		t0 := time.Now()
-		ereq, err := s.engineRequest(ctx, sq, start, end, loc, req.UseCalendar)
-		if err != nil {
+		if err := s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); err != nil {
 			fail(err)
 			return
-		}
-		ss, err := s.engine.Fetch(ctx, ereq)
-		if err != nil {
-			fail(err)
-			return
-		}
-		t1 := time.Now()
-		sb.stats.series = len(ss)
-		for _, x := range ss {
-			sb.stats.rawDPs += int64(x.RawPoints)
-		}
-		if req.Delete {
-			// The reply shows what was deleted, as OpenTSDB's does; only
-			// the points in [start, end] go (OpenTSDB drops whole hours).
-			ls := make([]series.Labels, len(ss))
-			for i, x := range ss {
-				ls[i] = x.Labels
-			}
-			if err := s.deleter.Delete(ctx, ls, start, end); err != nil {
-				fail(err)
-				return
-			}
-		}
-		res, err := s.engine.Process(ctx, ereq, ss)
-		if err != nil {
-			fail(err)
-			return
-		}
-		sb.stats.scanTime, sb.stats.aggTime = t1.Sub(t0), time.Since(t1)
-		sb.results = res
-		if ereq.Downsample != nil {
-			sb.fill = ereq.Downsample.Fill
-		}
-		if !req.NoAnnotations {
-			if sb.notes, err = s.seriesNotes(ctx, res, start, end); err != nil {
-				fail(err)
-				return
-			}
 		}
 	}
 	var globals []opentsdb.Annotation
@@ -202,6 +136,87 @@ func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+}
+
+// readQueryRequest parses an /api/query request: the JSON body (POST), or
+// the query string (GET, or a DELETE without a body), reading the body
+// into body, which the request may point into. It answers the errors
+// itself; ok is false then.
+func (s *Handler) readQueryRequest(w http.ResponseWriter, r *http.Request, body *bytes.Buffer) (*opentsdb.QueryRequest, bool) {
+	q := r.URL.Query()
+	var req *opentsdb.QueryRequest
+	var err error
+	switch r.Method {
+	case http.MethodGet:
+		req, err = opentsdb.ParseQueryURI(q)
+	default:
+		if err := s.host.ReadBody(r, body); err != nil {
+			code, msg := s.host.BodyError(err)
+			WriteError(w, code, msg, "")
+			return nil, false
+		}
+		if body.Len() == 0 && r.Method == http.MethodDelete {
+			req, err = opentsdb.ParseQueryURI(q)
+		} else {
+			req, err = opentsdb.ParseQueryJSON(body.Bytes())
+		}
+		if err == nil {
+			req.Arrays = req.Arrays || opentsdb.HasFlag(q, "arrays")
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return req, true
+}
+
+// runSubQuery runs one sub-query of an /api/query request into sb:
+// planned, fetched, deleted if the request says so, processed, and its
+// annotations read.
+func (s *Handler) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
+	start, end int64, loc *time.Location) error {
+	sb.sq, sb.stats.index = sq, sq.Index
+	t0 := time.Now()
+	ereq, err := s.engineRequest(ctx, sq, start, end, loc, req.UseCalendar)
+	if err != nil {
+		return err
+	}
+	ss, err := s.engine.Fetch(ctx, ereq)
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	sb.stats.series = len(ss)
+	for _, x := range ss {
+		sb.stats.rawDPs += int64(x.RawPoints)
+	}
+	if req.Delete {
+		// The reply shows what was deleted, as OpenTSDB's does; only
+		// the points in [start, end] go (OpenTSDB drops whole hours).
+		ls := make([]series.Labels, len(ss))
+		for i, x := range ss {
+			ls[i] = x.Labels
+		}
+		if err := s.deleter.Delete(ctx, ls, start, end); err != nil {
+			return err
+		}
+	}
+	res, err := s.engine.Process(ctx, ereq, ss)
+	if err != nil {
+		return err
+	}
+	sb.stats.scanTime, sb.stats.aggTime = t1.Sub(t0), time.Since(t1)
+	sb.results = res
+	if ereq.Downsample != nil {
+		sb.fill = ereq.Downsample.Fill
+	}
+	if !req.NoAnnotations {
+		if sb.notes, err = s.seriesNotes(ctx, res, start, end); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeQueryReply writes the 200 reply of an /api/query request and returns
@@ -375,28 +390,6 @@ func hexUpper(b []byte) string {
 	return string(out)
 }
 
-// parseTSUID decodes a hex TSUID (either case) and checks its shape against
-// the layout: a metric UID then whole tag pairs.
-func (s *Handler) parseTSUID(text string) ([]byte, error) {
-	b, err := hex.DecodeString(text)
-	l := s.layout()
-	pair := l.TagKWidth + l.TagVWidth
-	if err != nil || len(b) < l.MetricWidth || (len(b)-l.MetricWidth)%pair != 0 ||
-		(len(b)-l.MetricWidth)/pair > s.writer.Limits().MaxTags {
-		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid TSUID: " + text,
-			Details: fmt.Sprintf("a TSUID is hex: a %d-byte metric UID then at most %d pairs of %d-byte tag key and %d-byte tag value UIDs",
-				l.MetricWidth, s.writer.Limits().MaxTags, l.TagKWidth, l.TagVWidth)}
-	}
-	return b, nil
-}
-
-// errNoSuchUID is OpenTSDB's 400 for a UID that names nothing.
-func errNoSuchUID(kind uid.Kind, id []byte) error {
-	names := map[uid.Kind]string{uid.Metric: "metrics", uid.TagK: "tagk", uid.TagV: "tagv"}
-	return &opentsdb.RequestError{Status: http.StatusBadRequest,
-		Message: fmt.Sprintf("No such unique ID for '%s': %s", names[kind], hexUpper(id))}
-}
-
 // engineRequest turns an OpenTSDB sub-query into an engine request.
 func (s *Handler) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
 	req := query.Request{Location: loc}
@@ -426,131 +419,23 @@ func (s *Handler) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, star
 		req.Rate = true
 		req.RateOptions = downsample.RateOptions{Counter: ro.Counter, CounterMax: ro.CounterMax, ResetValue: ro.ResetValue, DropResets: ro.DropResets}
 	}
-	if len(sq.TSUIDs) > 0 {
-		return s.tsuidRequest(ctx, req, sq.TSUIDs)
-	}
-	// An unknown metric is an error, as in OpenTSDB.
-	if _, err := s.uids.GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
-		return req, err
-	}
-	req.Metric = sq.Metric
-	req.ExplicitTags = sq.ExplicitTags
-	seen := map[string]bool{}
-	notKey := false
-	for _, f := range sq.Filters {
-		m, err := f.Compile()
-		if err != nil {
-			return req, err
-		}
-		if f.Type == opentsdb.FilterNotKey {
-			notKey = true
-		} else if err := s.checkFilterNames(ctx, f, m); err != nil {
-			return req, err
-		}
-		req.Matchers = append(req.Matchers, m)
-		if f.GroupBy && !seen[f.TagK] {
-			seen[f.TagK] = true
-			req.GroupBy = append(req.GroupBy, f.TagK)
-		}
-	}
-	if req.ExplicitTags && notKey {
-		// explicitTags means "exactly the filtered keys", and a not_key key
-		// is one the series must not have: select without explicitTags and
-		// compare the key sets here, leaving the not_key keys out.
-		req.Entries = s.explicitEntries(req, sq.Filters)
-		req.ExplicitTags = false
-	}
-	return req, nil
-}
-
-// checkFilterNames answers as OpenTSDB does for names it cannot resolve: an
-// unknown tag key is "No such name for 'tagk': 'x'", and so is an unknown
-// value of a literal_or (unless Config.SkipUnresolvedTagVs).
-func (s *Handler) checkFilterNames(ctx context.Context, f opentsdb.Filter, m *opentsdb.TagMatcher) error {
-	if _, err := s.uids.GetID(ctx, nil, uid.TagK, f.TagK); err != nil {
-		return err
-	}
-	if s.cfg.SkipUnresolvedTagVs {
-		return nil
-	}
-	if lits, ok := m.Literals(); ok {
-		for _, v := range lits {
-			if _, err := s.uids.GetID(ctx, nil, uid.TagV, v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// explicitEntries selects the series of req whose tag keys are exactly the
-// keys of the filters other than not_key.
-func (s *Handler) explicitEntries(req query.Request, filters []opentsdb.Filter) []*series.Entry {
-	keys := map[string]bool{}
-	for _, f := range filters {
-		if f.Type != opentsdb.FilterNotKey {
-			keys[f.TagK] = true
-		}
-	}
-	from := req.Start - rowkey.HourMs
-	if req.Downsample != nil {
-		from -= req.Downsample.Interval
-	}
-	entries := s.index.Select(req.Metric, req.Matchers, false, from, req.End)
-	out := make([]*series.Entry, 0, len(entries))
-	for _, e := range entries {
-		n, ok := 0, true
-		e.Labels.Range(func(k, _ string) bool {
-			n++
-			ok = keys[k]
-			return ok
-		})
-		if ok && n == len(keys) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// tsuidRequest fills req for a sub-query by TSUIDs: the series named, all
-// aggregated into one result, as OpenTSDB's TsdbQuery.setTimeSeries. They
-// must share one metric.
-func (s *Handler) tsuidRequest(ctx context.Context, req query.Request, tsuids []string) (query.Request, error) {
-	l := s.layout()
-	var metricUID []byte
-	req.Entries = []*series.Entry{}
-	seen := map[string]bool{}
-	for _, t := range tsuids {
-		id, err := s.parseTSUID(strings.TrimSpace(t))
-		if err != nil {
-			return req, err
-		}
-		if metricUID == nil {
-			metricUID = id[:l.MetricWidth]
-			name, err := s.uids.GetName(ctx, uid.Metric, metricUID)
+	sel := query.Selection{Metric: sq.Metric, ExplicitTags: sq.ExplicitTags, TSUIDs: sq.TSUIDs}
+	if len(sq.TSUIDs) == 0 {
+		for _, f := range sq.Filters {
+			m, err := f.Compile()
 			if err != nil {
-				if errors.Is(err, uid.ErrNoSuchUID) {
-					return req, errNoSuchUID(uid.Metric, metricUID)
-				}
 				return req, err
 			}
-			req.Metric = name
-		} else if string(id[:l.MetricWidth]) != string(metricUID) {
-			return req, &opentsdb.RequestError{Status: http.StatusBadRequest,
-				Message: "One or more TSUIDs did not share the same metric",
-				Details: "first metric UID " + hexUpper(metricUID) + ", then " + hexUpper(id[:l.MetricWidth])}
-		}
-		if seen[string(id)] {
-			continue
-		}
-		seen[string(id)] = true
-		// A TSUID of no series has no data, as in OpenTSDB.
-		if e := s.index.Lookup(id); e != nil {
-			req.Entries = append(req.Entries, e)
+			qf := query.Filter{TagK: f.TagK, Matcher: m, GroupBy: f.GroupBy, NotKey: f.Type == opentsdb.FilterNotKey}
+			qf.Literals, _ = m.Literals()
+			sel.Filters = append(sel.Filters, qf)
 		}
 	}
-	return req, nil
+	return s.planner.Plan(ctx, req, sel)
 }
+
+// parseTSUID decodes a hex TSUID and checks it against the key widths.
+func (s *Handler) parseTSUID(text string) ([]byte, error) { return s.planner.ParseTSUID(text) }
 
 // tsuidEntry resolves a TSUID to its index entry; unknown is an error.
 func (s *Handler) tsuidEntry(text string) (*series.Entry, []byte, error) {
