@@ -13,119 +13,30 @@ import (
 // bit the same; explicit float64() conversions keep the compiler from fusing
 // a multiply and an add into one FMA, which would round differently.
 
-// floatAcc is OpenTSDB's runDouble with NaN skipping.
-type floatAcc struct {
+// acc is the state both accumulators share and the operations they share
+// (OpenTSDB's runDouble and runLong differ only in NaN skipping, in how
+// they finish, and in the count's type).
+type acc[T int64 | float64] struct {
 	a     *Aggregator
-	n     int     // non-NaN values seen
-	v     float64 // sum, min, max, product, first or last, by kind
-	first float64 // diff: the first value
-	mean  float64 // dev: running mean (Welford)
-	m2    float64 // dev: running sum of squared deviations
-	buf   []float64
-}
-
-func (s *floatAcc) reset(a *Aggregator, buf []float64) {
-	*s = floatAcc{a: a, buf: buf[:0]}
-}
-
-func (s *floatAcc) add(x float64) {
-	if x != x { // NaN
-		return
-	}
-	s.n++
-	switch s.a.kind {
-	case kSum, kAvg:
-		s.v += x
-	case kSquareSum:
-		s.v += float64(x * x)
-	case kMin:
-		if s.n == 1 || x < s.v {
-			s.v = x
-		}
-	case kMax:
-		if s.n == 1 || x > s.v {
-			s.v = x
-		}
-	case kFirst, kNone:
-		if s.n == 1 {
-			s.v = x
-		}
-	case kLast:
-		s.v = x
-	case kDiff:
-		if s.n == 1 {
-			s.first = x
-		}
-		s.v = x
-	case kMult:
-		if s.n == 1 {
-			s.v = x
-		} else {
-			s.v *= x
-		}
-	case kDev:
-		if s.n == 1 {
-			s.mean = x
-		} else {
-			old := s.mean
-			s.mean = old + (x-old)/float64(s.n)
-			s.m2 += float64((x - old) * (x - s.mean))
-		}
-	case kMedian, kPercentile:
-		s.buf = append(s.buf, x)
-	}
-}
-
-func (s *floatAcc) result() float64 {
-	if s.a.kind == kCount {
-		return float64(s.n)
-	}
-	if s.n == 0 {
-		return math.NaN()
-	}
-	switch s.a.kind {
-	case kAvg:
-		return s.v / float64(s.n)
-	case kDiff:
-		if s.n == 1 {
-			return 0
-		}
-		return s.v - s.first
-	case kDev:
-		if s.n == 1 {
-			return 0
-		}
-		return math.Sqrt(s.m2 / float64(s.n))
-	case kMedian:
-		return nth(s.buf, len(s.buf)/2)
-	case kPercentile:
-		return percentile(s.buf, s.a.pct, s.a.est)
-	}
-	return s.v
-}
-
-// intAcc is OpenTSDB's runLong.
-type intAcc struct {
-	a     *Aggregator
-	n     int64
-	v     int64 // sum, min, max, product, first or last, by kind
-	first int64 // diff
+	n     int // values seen (non-NaN for floats)
+	v     T   // sum, min, max, product, first or last, by kind
+	first T   // diff: the first value
 	mean  float64
-	m2    float64
-	buf   []int64
+	m2    float64 // dev: running mean and sum of squared deviations (Welford)
+	buf   []T     // median and percentiles: the values
 }
 
-func (s *intAcc) reset(a *Aggregator, buf []int64) {
-	*s = intAcc{a: a, buf: buf[:0]}
+func (s *acc[T]) reset(a *Aggregator, buf []T) {
+	*s = acc[T]{a: a, buf: buf[:0]}
 }
 
-func (s *intAcc) add(x int64) {
+func (s *acc[T]) add(x T) {
 	s.n++
 	switch s.a.kind {
 	case kSum, kAvg:
 		s.v += x
 	case kSquareSum:
-		s.v += x * x
+		s.v += T(x * x)
 	case kMin:
 		if s.n == 1 || x < s.v {
 			s.v = x
@@ -165,15 +76,56 @@ func (s *intAcc) add(x int64) {
 	}
 }
 
+// floatAcc is OpenTSDB's runDouble with NaN skipping.
+type floatAcc struct{ acc[float64] }
+
+func (s *floatAcc) add(x float64) {
+	if x != x { // NaN
+		return
+	}
+	s.acc.add(x)
+}
+
+func (s *floatAcc) result() float64 {
+	if s.a.kind == kCount {
+		return float64(s.n)
+	}
+	if s.n == 0 {
+		return math.NaN()
+	}
+	switch s.a.kind {
+	case kAvg:
+		return s.v / float64(s.n)
+	case kDiff:
+		if s.n == 1 {
+			return 0
+		}
+		return s.v - s.first
+	case kDev:
+		if s.n == 1 {
+			return 0
+		}
+		return math.Sqrt(s.m2 / float64(s.n))
+	case kMedian:
+		return nth(s.buf, len(s.buf)/2)
+	case kPercentile:
+		return percentile(s.buf, s.a.pct, s.a.est)
+	}
+	return s.v
+}
+
+// intAcc is OpenTSDB's runLong.
+type intAcc struct{ acc[int64] }
+
 func (s *intAcc) result() int64 {
 	if s.n == 0 {
 		return 0
 	}
 	switch s.a.kind {
 	case kCount:
-		return s.n
+		return int64(s.n)
 	case kAvg:
-		return s.v / s.n
+		return s.v / int64(s.n)
 	case kDiff:
 		if s.n == 1 {
 			return 0
