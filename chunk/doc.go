@@ -56,9 +56,12 @@
 //
 // An Iterator reads the chunk in place, 64 points at a time into buffers of
 // its own, with 64-bit buffered bit reads and an eight-entry table for the
-// prefix codes; Next and At then only step through the buffers. It
-// allocates nothing, per point or per Reset. Corrupt or truncated input ends the iteration
-// with a *CorruptionError (errors.Is(err, ErrCorrupt)); it never panics.
+// prefix codes; Next and At then only step through the buffers, and Block
+// hands out the rest of a buffered batch as slices, for a caller that loops
+// over points without a call per point. First reads a chunk's first
+// timestamp from its header, decoding nothing. It allocates nothing, per
+// point or per Reset. Corrupt or truncated input ends the iteration with a
+// *CorruptionError (errors.Is(err, ErrCorrupt)); it never panics.
 // Decoded timestamps are checked to be increasing and inside the hour, so a
 // reader can rely on them.
 package chunk
