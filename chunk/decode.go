@@ -402,11 +402,13 @@ func (s *seqDec) decode(dst []int64, scale float64) bool {
 	sh, mask, off := s.zzShift, s.zzMask, s.off
 	buf, n, b := s.r.buf, s.r.n, s.r.b
 	if w := uint(s.tab[0].w); s.fixed && w <= 56 {
-		// One bucket: every residual is w bits, no prefix to look up.
+		// One bucket: every residual is w bits, no prefix to look up. The
+		// shift counts are below 64 here (w is 1..56, n 0..63, sh 0 or
+		// 1); masking them says so, and spares a check per shift.
 		for i := range dst {
 			if n < w {
 				if len(b) >= 8 {
-					buf |= binary.BigEndian.Uint64(b) >> n
+					buf |= binary.BigEndian.Uint64(b) >> (n & 63)
 					b = b[(63-n)>>3:]
 					n |= 56
 				} else {
@@ -418,10 +420,10 @@ func (s *seqDec) decode(dst []int64, scale float64) bool {
 					}
 				}
 			}
-			u := buf >> (64 - w)
-			buf <<= w
+			u := buf >> ((64 - w) & 63)
+			buf <<= w & 63
 			n -= w
-			d = d&keep + (int64(u>>sh) ^ -int64(u&mask) + off)
+			d = d&keep + (int64(u>>(sh&63)) ^ -int64(u&mask) + off)
 			x += d
 			if conv {
 				dst[i] = int64(math.Float64bits(float64(x) / scale))
