@@ -435,6 +435,9 @@ func TestWebPage(t *testing.T) {
 	// and once a metric is written now, that one over the last hour.
 	t.Run("opens on data", func(t *testing.T) {
 		s2 := start(t, t.TempDir())
+		ctx1 := b.newTab(1440, 1100)
+		webRun(t, ctx1, "opening the page bare on an empty store", chromedp.Navigate(s2.url+"/"))
+		webWaitFor(t, ctx1, "the page to say nothing is stored", `document.getElementById('message').textContent.startsWith('Nothing is stored yet')`)
 		readme := []map[string]any{
 			{"metric": "sys.cpu.user", "timestamp": 1700000000, "value": 42, "tags": map[string]string{"host": "web01", "dc": "lga"}},
 			{"metric": "sys.cpu.user", "timestamp": 1700000010, "value": 42.5, "tags": map[string]string{"host": "web01", "dc": "lga"}},
