@@ -10,6 +10,7 @@ import (
 	"hourglass/ingest"
 	"hourglass/meta"
 	"hourglass/query"
+	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/store"
 	"hourglass/uid"
@@ -18,9 +19,9 @@ import (
 // newServerOver is a whole server over head, its dependencies wired as
 // internal/app wires them (app.apiDeps), the writer and engine with default
 // limits.
-func newServerOver(cfg Config, head *series.Head, st store.Store, uids *uid.Table, saltBuckets int, reg *prometheus.Registry, log *slog.Logger) *Server {
-	writer := ingest.NewWriter(head, ingest.Limits{})
-	engine := query.NewEngine(head, query.Limits{})
+func newServerOver(cfg Config, head *series.DB, index *series.Index, st store.Store, uids *uid.Table, layout rowkey.Layout, reg *prometheus.Registry, log *slog.Logger) *Server {
+	writer := ingest.NewWriter(head.Head, ingest.Limits{})
+	engine := query.NewEngine(head.Head, index, st, layout, query.Limits{})
 	type diskUser interface{ DiskUsage() uint64 }
 	return New(cfg, Deps{
 		Fatal: head.Fatal,
@@ -35,8 +36,8 @@ func newServerOver(cfg Config, head *series.Head, st store.Store, uids *uid.Tabl
 			return 0, false
 		},
 		OpenTSDB: opentsdbhttp.Deps{
-			Writer: writer, Querier: engine, UIDs: uids, Index: head.Index(), Deleter: head, Head: head,
-			Meta: meta.New(st), SaltBuckets: saltBuckets,
+			Writer: writer, Querier: engine, UIDs: uids, Index: index, Deleter: head, Head: head,
+			Meta: meta.New(st), SaltBuckets: layout.SaltBuckets,
 		},
 		Prom: promhttp.Deps{Writer: writer, Querier: engine, Deleter: head, Snapshotter: head, Cardinality: head},
 	}, reg, log)

@@ -49,7 +49,11 @@ func newTSDBBenchServer(b *testing.B) *Server {
 		b.Fatal(err)
 	}
 	uids := uid.New(st, layout, uid.Options{})
-	head, err := series.Open(context.Background(), st, uids, series.Options{
+	idx, err := series.LoadIndex(context.Background(), st, layout)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, err := series.Open(context.Background(), st, uids, idx, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval, Compress: true},
 	})
 	if err != nil {
@@ -59,7 +63,7 @@ func newTSDBBenchServer(b *testing.B) *Server {
 		head.Close()
 		st.Close()
 	})
-	return newServerOver(Config{}, head, st, uids, layout.SaltBuckets, prometheus.NewRegistry(), quiet)
+	return newServerOver(Config{}, head, idx, st, uids, layout, prometheus.NewRegistry(), quiet)
 }
 
 // tsdbBenchNames holds each series' metric and tags, in the wire order.

@@ -42,7 +42,7 @@ type promServer struct {
 	t    testing.TB
 	srv  *Server
 	h    http.Handler
-	head *series.Head
+	head *series.DB
 }
 
 func newPromServer(t testing.TB, mod func(*Config)) *promServer {
@@ -69,7 +69,11 @@ func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod fun
 		hst = wrap(st)
 	}
 	uids := uid.New(st, layout, uid.Options{})
-	head, err := series.Open(context.Background(), hst, uids, series.Options{
+	idx, err := series.LoadIndex(context.Background(), hst, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := series.Open(context.Background(), hst, uids, idx, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -83,7 +87,7 @@ func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod fun
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv := newServerOver(cfg, head, hst, uids, layout.SaltBuckets, prometheus.NewRegistry(), quiet)
+	srv := newServerOver(cfg, head, idx, hst, uids, layout, prometheus.NewRegistry(), quiet)
 	return &promServer{t: t, srv: srv, h: srv.Handler(), head: head}
 }
 

@@ -28,7 +28,11 @@ func TestBatchCountsNewSeriesPerRequest(t *testing.T) {
 	}
 	defer st.Close()
 	layout := rowkey.DefaultLayout()
-	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+	idx, err := series.LoadIndex(context.Background(), st, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), idx, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -36,7 +40,7 @@ func TestBatchCountsNewSeriesPerRequest(t *testing.T) {
 	}
 	defer head.Close()
 	head.SetSeriesLimits(series.SeriesLimits{MaxNewSeriesPerRequest: 3}, nil)
-	b := NewWriter(head, Limits{}).NewBatch()
+	b := NewWriter(head.Head, Limits{}).NewBatch()
 	n := 0
 	add := func() {
 		t.Helper()
@@ -72,7 +76,7 @@ func TestBatchCountsNewSeriesPerRequest(t *testing.T) {
 	b.NewRequest()
 	add()
 	commit(0)
-	if b.NewSeries() != 1 || head.Index().Len() != 4 {
-		t.Fatalf("after NewRequest: %d new series in the request, %d in the index; want 1 and 4", b.NewSeries(), head.Index().Len())
+	if b.NewSeries() != 1 || idx.Len() != 4 {
+		t.Fatalf("after NewRequest: %d new series in the request, %d in the index; want 1 and 4", b.NewSeries(), idx.Len())
 	}
 }

@@ -36,7 +36,7 @@ const (
 )
 
 type benchEnv struct {
-	head       *series.Head
+	head       *series.DB
 	st         *pebble.Store
 	eng        *query.Engine
 	start, end int64
@@ -81,7 +81,11 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), series.Options{
+	idx, err := series.LoadIndex(ctx, st, layout)
+	if err != nil {
+		return nil, err
+	}
+	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -122,7 +126,7 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 	}
 	last := benchT0 + int64(steps-1)*benchStepMs
 	end := last - last%rowkey.HourMs
-	return &benchEnv{head: h, st: st, eng: query.NewEngine(h, query.Limits{}), start: end - 24*rowkey.HourMs, end: end, points: nSeries * steps}, nil
+	return &benchEnv{head: h, st: st, eng: query.NewEngine(h.Head, idx, st, layout, query.Limits{}), start: end - 24*rowkey.HourMs, end: end, points: nSeries * steps}, nil
 }
 
 // BenchmarkLongQuery runs the long query through Engine.Run (/api/query's

@@ -39,7 +39,7 @@ import (
 const equivBase = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
 
 type equivEnv struct {
-	head    *series.Head
+	head    *series.DB
 	st      store.Store
 	eng     *Engine
 	layout  rowkey.Layout
@@ -66,8 +66,12 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 	// first head writes the store's part in cells of at most 50 points;
 	// the second holds the head's part, in chunks that never fill.
 	now := time.UnixMilli(equivBase + 7*rowkey.HourMs)
-	openHead := func(wdir string, maxPoints int) *series.Head {
-		h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), series.Options{
+	openHead := func(wdir string, maxPoints int) (*series.DB, *series.Index) {
+		idx, err := series.LoadIndex(ctx, st, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
 			Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, wdir)},
 			ChunkMaxPoints: maxPoints, Grace: 1000 * time.Hour, SweepInterval: time.Hour,
 			Now: func() time.Time { return now },
@@ -75,10 +79,10 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h
+		return h, idx
 	}
-	h := openHead("wal1", 50)
-	env := &equivEnv{head: h, st: st, eng: NewEngine(h, Limits{}), layout: layout, first: equivBase, last: equivBase + 6*rowkey.HourMs}
+	h, idx := openHead("wal1", 50)
+	env := &equivEnv{head: h, st: st, eng: NewEngine(h.Head, idx, st, layout, Limits{}), layout: layout, first: equivBase, last: equivBase + 6*rowkey.HourMs}
 	r := rand.New(rand.NewPCG(seed, 99))
 
 	const nSeries = 13
@@ -120,13 +124,13 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h = openHead("wal2", 1<<20)
+	h, idx = openHead("wal2", 1<<20)
 	t.Cleanup(func() {
 		h.Close()
 		st.Close()
 	})
-	env.head, env.eng = h, NewEngine(h, Limits{})
-	env.entries = h.Index().Select("m", nil, false, env.first, env.last+rowkey.HourMs)
+	env.head, env.eng = h, NewEngine(h.Head, idx, st, layout, Limits{})
+	env.entries = env.eng.index.Select("m", nil, false, env.first, env.last+rowkey.HourMs)
 	if len(env.entries) != nSeries {
 		t.Fatalf("%d entries", len(env.entries))
 	}
@@ -430,7 +434,7 @@ func TestRunMatchesMaterialisingRun(t *testing.T) {
 			}
 			entries := req.Entries
 			if entries == nil {
-				entries = env.head.Index().Select("m", nil, false, sel.Start, sel.End)
+				entries = env.eng.index.Select("m", nil, false, sel.Start, sel.End)
 			}
 			raw, _ := env.eng.readSlow(t, entries, sel.Start, sel.End)
 			want, err := env.eng.Process(ctx, req, raw)

@@ -36,7 +36,7 @@ func (e *Engine) Last(ctx context.Context, entries []*series.Entry, minT int64) 
 	if minT < 0 {
 		minT = 0
 	}
-	ix := e.head.Index()
+	ix := e.index
 	// The newest day a point can have: OpenTSDB timestamps stop at
 	// 9999999999999 ms (and the index counts days in 32 bits).
 	const maxDay = 9999999999999/lastDayMs + 1

@@ -219,7 +219,7 @@ func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*
 			tagMs = append(tagMs, promMatcher{m})
 		}
 	}
-	ix := q.e.head.Index()
+	ix := q.e.index
 	var out []*series.Entry
 	for _, metric := range metricsFor(ix, nameMs) {
 		out = append(out, ix.Select(metric, tagMs, false, start, end)...)
@@ -331,7 +331,7 @@ func promLabels(l series.Labels) labels.Labels {
 // matchers select in the querier's range; without matchers, among every
 // series the index knows (the range is not consulted).
 func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
-	ix := q.e.head.Index()
+	ix := q.e.index
 	var vals []string
 	if len(ms) == 0 {
 		if name == labels.MetricName {
@@ -368,7 +368,7 @@ func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage
 // LabelNames returns the label names of the series the matchers select
 // (every series without matchers), __name__ included, sorted.
 func (q *promQuerier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
-	ix := q.e.head.Index()
+	ix := q.e.index
 	set := map[string]struct{}{}
 	if len(ms) == 0 {
 		if ix.Len() > 0 {

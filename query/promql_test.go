@@ -28,7 +28,7 @@ import (
 // promEnv is a head over a Pebble store, written to directly.
 type promEnv struct {
 	t    *testing.T
-	head *series.Head
+	head *series.DB
 	eng  *query.Engine
 }
 
@@ -44,7 +44,11 @@ func openPromEnv(t *testing.T, limits query.Limits) *promEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+	idx, err := series.LoadIndex(context.Background(), st, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), idx, series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -56,7 +60,7 @@ func openPromEnv(t *testing.T, limits query.Limits) *promEnv {
 		}
 		st.Close()
 	})
-	return &promEnv{t: t, head: h, eng: query.NewEngine(h, limits)}
+	return &promEnv{t: t, head: h, eng: query.NewEngine(h.Head, idx, st, layout, limits)}
 }
 
 func (e *promEnv) add(metric string, tags map[string]string, pts ...chunk.Point) {

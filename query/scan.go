@@ -45,22 +45,28 @@ type Series struct {
 	downsampled bool // Points are the buckets of the request's downsample spec
 }
 
-// Engine runs reads over a head and its store. It is safe for concurrent use.
+// Head is what the engine reads of the head: the points not yet in the
+// store (series.Head).
+type Head interface {
+	Snapshot(l series.Labels, start, end int64, dst []chunk.Point) []chunk.Point
+}
+
+// Engine runs reads over a head, the series index and the store. It is safe
+// for concurrent use.
 type Engine struct {
-	head    *series.Head
+	head    Head
+	index   *series.Index
 	st      store.Store
 	layout  rowkey.Layout
 	limits  Limits
 	metrics *engineMetrics // nil until RegisterMetrics
 }
 
-// NewEngine returns an engine over head.
-func NewEngine(head *series.Head, limits Limits) *Engine {
-	return &Engine{head: head, st: head.Store(), layout: head.Layout(), limits: limits}
+// NewEngine returns an engine reading head, the index idx and st, laid out
+// as layout says.
+func NewEngine(head Head, idx *series.Index, st store.Store, layout rowkey.Layout, limits Limits) *Engine {
+	return &Engine{head: head, index: idx, st: st, layout: layout, limits: limits}
 }
-
-// Head returns the head the engine reads.
-func (e *Engine) Head() *series.Head { return e.head }
 
 // Limits returns the engine's limits.
 func (e *Engine) Limits() Limits { return e.limits }
@@ -76,7 +82,7 @@ func (e *Engine) Select(ctx context.Context, sel Selector) ([]Series, error) {
 
 // selectEntries returns the index entries sel selects, within the series limit.
 func (e *Engine) selectEntries(sel Selector) ([]*series.Entry, error) {
-	entries := e.head.Index().Select(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End)
+	entries := e.index.Select(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End)
 	if e.limits.MaxSeries > 0 && len(entries) > e.limits.MaxSeries {
 		return nil, e.exceeded(&LimitError{What: "series", Limit: e.limits.MaxSeries, Flag: "-query-max-series", Need: int64(len(entries))})
 	}

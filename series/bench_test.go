@@ -31,7 +31,7 @@ func BenchmarkHeadAppend(b *testing.B) {
 			}
 			defer st.Close()
 			layout := rowkey.DefaultLayout()
-			h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+			h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 				Layout: layout, Logger: quiet,
 				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: mode, Compress: true},
 			})
@@ -84,7 +84,7 @@ func BenchmarkHeadNewSeries(b *testing.B) {
 	}
 	defer st.Close()
 	layout := rowkey.DefaultLayout()
-	h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+	h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func BenchmarkLateRewrite(b *testing.B) {
 			}
 			defer st.Close()
 			layout := rowkey.DefaultLayout()
-			h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+			h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 				Layout: layout, Logger: quiet,
 				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
 			})
@@ -197,7 +197,7 @@ func BenchmarkCloseScatteredLate(b *testing.B) {
 			b.Fatal(err)
 		}
 		layout := rowkey.DefaultLayout()
-		h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
+		h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 			Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
 		})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 
 	"hourglass/chunk"
@@ -47,24 +48,63 @@ const deleteExactRows = 4096
 // is rewritten; the delete is durable and completes in the background.
 var ErrDeleteUnfinished = errors.New("series: the delete is recorded and will complete in the background")
 
+// Deleter runs deletes: the tombstone into the head's WAL and memory,
+// then, in the flusher's queue, the rewrite of the rows of the range in the
+// store, through the UID table and the index it is given.
+type Deleter struct {
+	head   *Head
+	st     store.Store
+	uids   *uid.Table
+	index  *Index
+	layout rowkey.Layout
+	log    *slog.Logger
+}
+
+// NewDeleter returns the deleter of the head h over st; the flusher runs
+// its jobs (Flusher.runDelete).
+func NewDeleter(h *Head, st store.Store, uids *uid.Table, idx *Index, layout rowkey.Layout, log *slog.Logger) *Deleter {
+	d := &Deleter{head: h, st: st, uids: uids, index: idx, layout: layout, log: log}
+	h.fl.runDelete = d.run
+	return d
+}
+
 // Delete removes the points of the series ls in [start, end] (ms, inclusive)
 // from the head and the store. It returns once the tombstone is durable
 // and the store holds none of those points; points appended after it
 // returns are kept. If ctx ends first, the delete still completes (a crash
 // replays it) and Delete returns an error wrapping ErrDeleteUnfinished.
-func (h *Head) Delete(ctx context.Context, ls []Labels, start, end int64) error {
+func (d *Deleter) Delete(ctx context.Context, ls []Labels, start, end int64) error {
+	job, err := d.head.tombstone(ls, start, end)
+	if err != nil || job == nil {
+		return err
+	}
+	select {
+	case <-job.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ctx.Err())
+	case <-d.head.stop:
+		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ErrClosed)
+	}
+}
+
+// tombstone is the head's part of a delete: the tombstone goes into the WAL,
+// durably whatever the sync mode, the points in range leave memory, and the
+// job that takes them out of the store is queued (nil if there is nothing
+// to delete).
+func (h *Head) tombstone(ls []Labels, start, end int64) (*deleteJob, error) {
 	if h.closed.Load() {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if p := h.fatal.Load(); p != nil {
-		return *p
+		return nil, *p
 	}
 	if len(ls) == 0 || start > end {
-		return nil
+		return nil, nil
 	}
 	for _, l := range ls {
 		if !l.Valid() {
-			return fmt.Errorf("series: delete of malformed labels %q", string(l))
+			return nil, fmt.Errorf("series: delete of malformed labels %q", string(l))
 		}
 	}
 	h.applyMu.Lock()
@@ -76,25 +116,18 @@ func (h *Head) Delete(ctx context.Context, ls []Labels, start, end int64) error 
 	if err != nil {
 		h.applyMu.Unlock()
 		if h.log.Err() != nil {
-			return h.failed(fmt.Errorf("series: writing the wal: %w", err))
+			return nil, h.failed(fmt.Errorf("series: writing the wal: %w", err))
 		}
-		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
 	}
 	job := h.applyDelete(ls, start, end, seg)
 	h.applyMu.Unlock()
 	// A delete is durable when it returns, whatever the WAL's sync mode.
 	if err := h.log.Sync(); err != nil {
-		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
+		return nil, h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
 	h.m.deletes.Inc()
-	select {
-	case <-job.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ctx.Err())
-	case <-h.stop:
-		return fmt.Errorf("%w: %v", ErrDeleteUnfinished, ErrClosed)
-	}
+	return job, nil
 }
 
 // applyDelete takes the points in range out of the head's chunks and queues
@@ -126,11 +159,7 @@ func (h *Head) applyDelete(ls []Labels, start, end int64, seg int) *deleteJob {
 		s.mu.Unlock()
 	}
 	job := &deleteJob{labels: ls, start: start, end: end, minSeg: seg, done: make(chan struct{})}
-	h.flushMu.Lock()
-	h.flushQ = append(h.flushQ, &sealedChunk{del: job})
-	h.deletes = append(h.deletes, job)
-	h.flushMu.Unlock()
-	h.flushCond.Broadcast()
+	h.fl.queueDelete(job)
 	return job
 }
 
@@ -159,20 +188,26 @@ func cutRange(pts []chunk.Point, start, end int64, fresh bool) []chunk.Point {
 	return out
 }
 
-// runDelete is the flusher's part of a delete: every chunk queued before the
+// forgetRows drops what the flusher believes of the rows of the series l,
+// which a delete is about to change.
+func (h *Head) forgetRows(l Labels) {
+	sh := h.shard(l)
+	sh.mu.RLock()
+	if s := sh.m[l]; s != nil {
+		s.rows = nil
+	}
+	sh.mu.RUnlock()
+}
+
+// run is the flusher's part of a delete: every chunk queued before the
 // job is in the store, so the rows of the range can be rewritten.
-func (h *Head) runDelete(ctx context.Context, job *deleteJob) error {
+func (d *Deleter) run(ctx context.Context, job *deleteJob) error {
 	var tsuids [][]byte
 	for _, l := range job.labels {
 		// The flusher owns what it believes of the series' rows; they
 		// change now.
-		sh := h.shard(l)
-		sh.mu.RLock()
-		if s := sh.m[l]; s != nil {
-			s.rows = nil
-		}
-		sh.mu.RUnlock()
-		tsuid, err := h.lookupTSUID(ctx, l)
+		d.head.forgetRows(l)
+		tsuid, err := d.lookupTSUID(ctx, l)
 		if err != nil {
 			return err
 		}
@@ -180,15 +215,15 @@ func (h *Head) runDelete(ctx context.Context, job *deleteJob) error {
 			tsuids = append(tsuids, tsuid)
 		}
 	}
-	n, err := h.deleteFromStore(ctx, tsuids, job.start, job.end)
+	n, err := d.deleteFromStore(ctx, tsuids, job.start, job.end)
 	job.cells += n
 	return err
 }
 
 // lookupTSUID returns the TSUID of l without assigning UIDs: nil if one of
 // its names has none, in which case the store holds nothing of it.
-func (h *Head) lookupTSUID(ctx context.Context, l Labels) ([]byte, error) {
-	tsuid, err := tsuidOf(ctx, l, h.uids.GetID)
+func (d *Deleter) lookupTSUID(ctx context.Context, l Labels) ([]byte, error) {
+	tsuid, err := tsuidOf(ctx, l, d.uids.GetID)
 	if errors.Is(err, uid.ErrNoSuchName) {
 		return nil, nil
 	}
@@ -200,11 +235,11 @@ func (h *Head) lookupTSUID(ctx context.Context, l Labels) ([]byte, error) {
 // of cells deleted or rewritten. Rows wholly inside the range lose every
 // cell; the cells of the rows at its edges are decoded, filtered and written
 // again under their own qualifiers (another writer's cells included).
-func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end int64) (int, error) {
+func (d *Deleter) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end int64) (int, error) {
 	if len(tsuids) == 0 {
 		return 0, nil
 	}
-	l := h.opts.Layout
+	l := d.layout
 	mw := l.MetricWidth
 	want := make(map[string]bool, len(tsuids))
 	byMetric := map[string][][]byte{}
@@ -214,7 +249,7 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 		// The index knows the days in which a series had data: the rows
 		// to visit lie within them (a delete of all time visits years,
 		// not centuries).
-		first, last, ok := h.index.dataSpan(id, start, end)
+		first, last, ok := d.index.dataSpan(id, start, end)
 		if !ok || want[string(id)] {
 			continue
 		}
@@ -259,7 +294,7 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 			}
 			sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })
 			var muts []store.Mutation
-			err := h.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
+			err := d.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
 				var hour int64
 				var err error
 				_, hour, tsuid, err = l.ParseRowKey(tsuid[:0], c.Row)
@@ -275,7 +310,7 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 				if pts, err = chunk.Decode(pts[:0], c.Value, hour); err != nil {
 					// Failing the job would stop the flusher behind it for
 					// good: leave the cell as it is (reads report it).
-					h.opts.Logger.Error("delete: a corrupt cell is left as it is", "row", fmt.Sprintf("%x", c.Row), "err", err)
+					d.log.Error("delete: a corrupt cell is left as it is", "row", fmt.Sprintf("%x", c.Row), "err", err)
 					return true
 				}
 				kept := cutRange(pts, start, end, false)
@@ -296,7 +331,7 @@ func (h *Head) deleteFromStore(ctx context.Context, tsuids [][]byte, start, end 
 				return total, err
 			}
 			if len(muts) > 0 {
-				if err := h.st.Write(ctx, store.TableData, muts); err != nil {
+				if err := d.st.Write(ctx, store.TableData, muts); err != nil {
 					return total, err
 				}
 				total += len(muts)

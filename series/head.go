@@ -90,14 +90,17 @@ func (o *Options) fill() {
 	}
 }
 
-// Head holds the open chunk of every active series, the WAL that makes them
-// durable and the series index, and writes sealed chunks to the store.
+// Head holds the series and their open, late and sealed-but-unwritten
+// chunks, appends points to them through the WAL, serves snapshots of them
+// to reads and replays the WAL at start. What it seals goes to the Flusher;
+// the jobs that rewrite the store (deletes, retention, the index feed,
+// snapshots) are types of their own beside it, which DB wires together.
 // It is safe for concurrent use.
 type Head struct {
 	opts  Options
-	st    store.Store
 	uids  *uid.Table
 	index *Index
+	fl    *Flusher
 	log   *wal.Log
 	m     *metrics
 
@@ -114,24 +117,11 @@ type Head struct {
 	// exclusively (delete.go), so memory changes in the WAL's order.
 	applyMu sync.RWMutex
 
-	flushMu   sync.Mutex
-	flushCond *sync.Cond
-	flushQ    []*sealedChunk
-	flushBusy int          // chunks taken by the flusher but not yet written
-	deletes   []*deleteJob // queued or running; their tombstones hold the WAL
-	idxQ      []store.Mutation
-	flushErr  error
-
 	stop    chan struct{}
-	done    sync.WaitGroup
 	closed  atomic.Bool
 	fatal   atomic.Pointer[error]
 	started time.Time
 
-	// sync is the index sync between nodes sharing the store; nil when off.
-	sync *indexSync
-	// storeFailing is set while the flusher's writes to the store fail.
-	storeFailing atomic.Bool
 	// latePoints counts the points in late chunks; lateSealing is set while
 	// the bound on them seals them all (late.go).
 	latePoints  atomic.Int64
@@ -208,60 +198,6 @@ type Sample struct {
 // write).
 var ErrClosed = errclass.New(errclass.ErrUnavailable, "series: head is closed")
 
-// Open replays the WAL in opts.WAL.Dir into a new head over st and starts its
-// background work. uids resolves names to UIDs.
-func Open(ctx context.Context, st store.Store, uids *uid.Table, opts Options) (*Head, error) {
-	opts.fill()
-	h := &Head{
-		opts:     opts,
-		st:       st,
-		uids:     uids,
-		index:    newIndex(),
-		inflight: map[int]int{},
-		stop:     make(chan struct{}),
-		started:  opts.Now(),
-	}
-	h.flushCond = sync.NewCond(&h.flushMu)
-	for i := range h.shards {
-		h.shards[i].m = map[Labels]*memSeries{}
-	}
-	h.m = newMetrics(opts.Registerer, h)
-	if err := h.index.load(ctx, st, opts.Layout.Salt); err != nil {
-		return nil, err
-	}
-	if opts.IndexSync.Interval > 0 {
-		// Hook (index_sync.go): what other nodes announced since the index
-		// rows were written, and the seq this node's feed goes on from.
-		h.sync = newIndexSync(h)
-		if err := h.sync.step(ctx); err != nil {
-			return nil, err
-		}
-	}
-	h.done.Add(1)
-	go h.flusher()
-	if err := h.replay(ctx); err != nil {
-		h.stopFlusher()
-		return nil, err
-	}
-	l, err := wal.Open(opts.WAL)
-	if err != nil {
-		h.stopFlusher()
-		return nil, fmt.Errorf("series: opening the wal: %w", err)
-	}
-	h.log = l
-	h.done.Add(1)
-	go h.sweeper()
-	if h.sync != nil {
-		h.done.Add(1)
-		go h.syncLoop()
-	}
-	if opts.Retention > 0 {
-		h.done.Add(1)
-		go h.retentionLoop()
-	}
-	return h, nil
-}
-
 func (h *Head) replay(ctx context.Context) error {
 	refs := map[uint64]*memSeries{}
 	replayNow := h.opts.Now().UnixMilli()
@@ -336,6 +272,11 @@ func (h *Head) shard(l Labels) *headShard {
 		x *= 16777619
 	}
 	return &h.shards[x%uint32(len(h.shards))]
+}
+
+// holds reports whether the head holds the series l.
+func (h *Head) holds(l Labels) bool {
+	return h.shard(l).get(l) != nil
 }
 
 // get returns the head series of l, nil if there is none.
@@ -417,14 +358,14 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	// Hook: while the store's writes fail (a Bigtable outage), the WAL holds
 	// everything; past its bound, refuse writes (503, clients retry) rather
 	// than fill the disk. What the WAL acknowledged stays.
-	if h.storeFailing.Load() && h.log.Size() > h.opts.WALMaxBytes {
+	if h.fl.Failing() && h.log.Size() > h.opts.WALMaxBytes {
 		return fmt.Errorf("%w: writes to the store are failing and the WAL holds %d bytes", store.ErrUnavailable, h.log.Size())
 	}
 	series := make([]*memSeries, len(samples))
 	ok := 0
 	cutoff := int64(math.MinInt64)
 	if h.opts.Retention > 0 {
-		cutoff = h.retentionCutoff(h.opts.Now())
+		cutoff = retentionCutoff(h.opts.Now(), h.opts.Retention)
 	}
 	for i := range samples {
 		if samples[i].T < cutoff {
@@ -581,10 +522,10 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	s.mu.Unlock()
 	if len(idx) > 0 {
-		h.queueIndex(idx)
+		h.fl.queueIndex(idx)
 	}
 	if len(sealed) > 0 {
-		h.enqueue(sealed)
+		h.fl.enqueue(sealed)
 	}
 	if overBound {
 		h.sealLateEarly()
@@ -630,33 +571,6 @@ func SortDedup(pts []chunk.Point) []chunk.Point {
 	return out
 }
 
-func (h *Head) enqueue(cs []*sealedChunk) {
-	h.flushMu.Lock()
-	h.flushQ = append(h.flushQ, cs...)
-	h.flushMu.Unlock()
-	h.flushCond.Broadcast()
-	h.m.chunksSealed.Add(float64(len(cs)))
-}
-
-func (h *Head) queueIndex(muts []store.Mutation) {
-	h.flushMu.Lock()
-	h.idxQ = append(h.idxQ, muts...)
-	h.flushMu.Unlock()
-	h.flushCond.Broadcast()
-}
-
-// Index returns the series index.
-func (h *Head) Index() *Index { return h.index }
-
-// Layout returns the key layout.
-func (h *Head) Layout() rowkey.Layout { return h.opts.Layout }
-
-// UIDs returns the UID table.
-func (h *Head) UIDs() *uid.Table { return h.uids }
-
-// Store returns the store.
-func (h *Head) Store() store.Store { return h.st }
-
 // Snapshot appends to dst the points the head holds for the series l in
 // [start, end] (ms, inclusive), sorted, one per timestamp, the newest
 // written winning. Reads must take the snapshot before scanning the store:
@@ -693,32 +607,6 @@ func appendRange(dst, pts []chunk.Point, start, end int64) []chunk.Point {
 	return dst
 }
 
-// Flush seals every open chunk and returns once everything sealed is in
-// the store and the index is persisted.
-func (h *Head) Flush(ctx context.Context) error {
-	h.sealWhere(func(*openChunk) bool { return true })
-	// The flusher retries failed writes on its own; wait for it until ctx
-	// is done, waking when it is.
-	stop := context.AfterFunc(ctx, func() {
-		h.flushMu.Lock()
-		h.flushCond.Broadcast()
-		h.flushMu.Unlock()
-	})
-	defer stop()
-	h.flushMu.Lock()
-	defer h.flushMu.Unlock()
-	for len(h.flushQ) > 0 || h.flushBusy > 0 || len(h.idxQ) > 0 {
-		if err := ctx.Err(); err != nil {
-			if h.flushErr != nil {
-				return fmt.Errorf("series: flushing the head: %w (the last write to the store failed: %v)", err, h.flushErr)
-			}
-			return err
-		}
-		h.flushCond.Wait()
-	}
-	return nil
-}
-
 // sealWhere seals the open chunks pick selects.
 func (h *Head) sealWhere(pick func(*openChunk) bool) {
 	for i := range h.shards {
@@ -736,57 +624,11 @@ func (h *Head) sealWhere(pick func(*openChunk) bool) {
 			}
 			s.mu.Unlock()
 			if len(sealed) > 0 {
-				h.enqueue(sealed)
+				h.fl.enqueue(sealed)
 			}
 		}
 		sh.mu.RUnlock()
 	}
-}
-
-// Close seals and writes everything, leaves an empty WAL and stops.
-func (h *Head) Close() error {
-	if !h.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	close(h.stop)
-	// Writes that keep failing (a store outage) do not hold the close for
-	// ever: what is not in the store stays in the WAL for the next start.
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.CloseTimeout)
-	defer cancel()
-	err := h.Flush(ctx)
-	h.stopFlusher()
-	h.done.Wait()
-	if err == nil && h.Fatal() == nil {
-		if seg, rerr := h.log.Rotate(); rerr == nil {
-			err = h.log.Truncate(seg)
-		} else {
-			err = rerr
-		}
-	}
-	if cerr := h.log.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func (h *Head) stopFlusher() {
-	h.flushMu.Lock()
-	h.flushQ = append(h.flushQ, nil) // a nil chunk tells the flusher to stop
-	h.flushMu.Unlock()
-	h.flushCond.Broadcast()
-}
-
-// Abandon stops the head without sealing or writing anything and releases
-// the WAL, as a crash would leave things; a later Open replays the WAL. It is
-// for tests of recovery.
-func (h *Head) Abandon() error {
-	if !h.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	close(h.stop)
-	h.stopFlusher()
-	h.done.Wait()
-	return h.log.Close()
 }
 
 // SyncWAL fsyncs the WAL now, whatever its sync mode (OpenTSDB's ?sync).

@@ -26,12 +26,14 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // env is a head over a Pebble store in a temporary directory.
 type env struct {
-	t    *testing.T
-	dir  string
-	st   *pebble.Store
-	head *series.Head
-	eng  *query.Engine
-	opts series.Options
+	t     *testing.T
+	dir   string
+	st    *pebble.Store
+	head  *series.DB
+	index *series.Index
+	uids  *uid.Table
+	eng   *query.Engine
+	opts  series.Options
 }
 
 func openEnv(t *testing.T, dir string, mod func(*series.Options)) *env {
@@ -52,11 +54,17 @@ func openEnv(t *testing.T, dir string, mod func(*series.Options)) *env {
 	if mod != nil {
 		mod(&opts)
 	}
-	h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), opts)
+	idx, err := series.LoadIndex(context.Background(), st, layout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, dir: dir, st: st, head: h, eng: query.NewEngine(h, query.Limits{}), opts: opts}
+	uids := uid.New(st, layout, uid.Options{})
+	h, err := series.Open(context.Background(), st, uids, idx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, dir: dir, st: st, head: h, index: idx, uids: uids,
+		eng: query.NewEngine(h.Head, idx, st, layout, query.Limits{}), opts: opts}
 }
 
 func (e *env) close() {
@@ -306,7 +314,7 @@ func TestCloseWaitsForTheStoreToComeBack(t *testing.T) {
 	}
 	fs := &flakyStore{Store: st}
 	layout := rowkey.DefaultLayout()
-	h, err := series.Open(context.Background(), fs, uid.New(fs, layout, uid.Options{}), series.Options{
+	h, err := series.OpenDB(context.Background(), fs, uid.New(fs, layout, uid.Options{}), series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {

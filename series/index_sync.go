@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -94,6 +95,7 @@ type indexSync struct {
 	writer uint16
 	opts   IndexSyncOptions
 	now    func() time.Time
+	log    *slog.Logger
 
 	mu      sync.Mutex // serialises publish: one feed row at a time, in seq order
 	lastSeq uint64     // guarded by mu
@@ -108,19 +110,20 @@ type indexSync struct {
 	errors        prometheus.Counter
 }
 
-func newIndexSync(h *Head) *indexSync {
-	o := h.opts.IndexSync
+func newIndexSync(st store.Store, idx *Index, opts Options) *indexSync {
+	o := opts.IndexSync
 	if o.Retention <= 0 {
 		o.Retention = time.Hour
 	}
 	s := &indexSync{
-		st:      h.st,
-		ix:      h.index,
-		salt:    h.opts.Layout.Salt,
-		check:   h.opts.Layout.CheckTSUID,
-		writer:  h.opts.WriterID,
+		st:      st,
+		ix:      idx,
+		salt:    opts.Layout.Salt,
+		check:   opts.Layout.CheckTSUID,
+		writer:  opts.WriterID,
 		opts:    o,
-		now:     h.opts.Now,
+		now:     opts.Now,
+		log:     opts.Logger,
 		cursors: map[uint16]uint64{},
 		learnedSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_index_sync_series_total", Help: "Series learned from the index feeds of other nodes."}),
@@ -129,47 +132,35 @@ func newIndexSync(h *Head) *indexSync {
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_index_sync_errors_total", Help: "Failed reads of the index feeds of other nodes (retried)."}),
 	}
-	if r := h.opts.Registerer; r != nil {
+	if r := opts.Registerer; r != nil {
 		r.MustRegister(s.learnedSeries, s.learnedDays, s.errors)
 	}
 	return s
 }
 
-// writeIndex persists index mutations. With the index sync on, it first
-// announces them in this node's feed (see above); otherwise it is one Write.
-func (h *Head) writeIndex(ctx context.Context, idx []store.Mutation) error {
-	if h.sync != nil {
-		if err := h.sync.publish(ctx, idx); err != nil {
-			return err
-		}
-	}
-	return h.st.Write(ctx, store.TableIndex, idx)
-}
-
-// syncLoop reads the feeds every interval until the head stops.
-func (h *Head) syncLoop() {
-	defer h.done.Done()
-	t := time.NewTicker(h.sync.opts.Interval)
+// loop reads the feeds every interval until stop closes.
+func (s *indexSync) loop(stop <-chan struct{}) {
+	t := time.NewTicker(s.opts.Interval)
 	defer t.Stop()
 	failing := false
 	for {
 		select {
-		case <-h.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*h.sync.opts.Interval+time.Minute)
-			err := h.sync.step(ctx)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*s.opts.Interval+time.Minute)
+			err := s.step(ctx)
 			cancel()
 			switch {
 			case err != nil && !failing:
-				h.opts.Logger.Warn("reading the index feeds of other nodes failed; retrying every interval", "err", err)
+				s.log.Warn("reading the index feeds of other nodes failed; retrying every interval", "err", err)
 			case err != nil:
-				h.opts.Logger.Debug("reading the index feeds of other nodes failed again", "err", err)
+				s.log.Debug("reading the index feeds of other nodes failed again", "err", err)
 			case failing:
-				h.opts.Logger.Info("reading the index feeds of other nodes works again")
+				s.log.Info("reading the index feeds of other nodes works again")
 			}
 			if err != nil {
-				h.sync.errors.Inc()
+				s.errors.Inc()
 			}
 			failing = err != nil
 		}

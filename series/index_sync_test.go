@@ -34,7 +34,7 @@ const syncT0 = int64(1_700_000_000_000) - int64(1_700_000_000_000)%dayMs
 
 type syncNode struct {
 	t    *testing.T
-	head *Head
+	head *DB
 }
 
 func openSyncNode(t *testing.T, st store.Store, writer uint16, dir string) *syncNode {
@@ -43,7 +43,7 @@ func openSyncNode(t *testing.T, st store.Store, writer uint16, dir string) *sync
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+	h, err := OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
 		Layout:    layout,
 		WriterID:  writer,
 		Logger:    quietLog,
@@ -75,7 +75,7 @@ func (n *syncNode) flush() {
 
 func (n *syncNode) step() {
 	n.t.Helper()
-	if err := n.head.sync.step(context.Background()); err != nil {
+	if err := n.head.feed.step(context.Background()); err != nil {
 		n.t.Fatal(err)
 	}
 }
@@ -142,9 +142,9 @@ func TestIndexSyncBetweenNodes(t *testing.T) {
 
 	// Only what is new is read: another step learns nothing, and a later
 	// change arrives alone.
-	learned := counterValue(a.head.sync.learnedSeries)
+	learned := counterValue(a.head.feed.learnedSeries)
 	a.step()
-	if got := counterValue(a.head.sync.learnedSeries); got != learned {
+	if got := counterValue(a.head.feed.learnedSeries); got != learned {
 		t.Fatalf("a step with nothing new learned %v series", got-learned)
 	}
 	h3 := MakeLabels("m", []Tag{{"host", "c"}})
@@ -152,7 +152,7 @@ func TestIndexSyncBetweenNodes(t *testing.T) {
 	c.flush()
 	a.step()
 	expectSeries(t, "A, day 2, after C wrote", a.sees("m", day2), "m{host=a}", "m{host=c}")
-	if got := counterValue(a.head.sync.learnedSeries); got != learned+1 {
+	if got := counterValue(a.head.feed.learnedSeries); got != learned+1 {
 		t.Fatalf("A learned %v series from C's change, want 1", got-learned)
 	}
 
@@ -219,7 +219,7 @@ func TestIndexSyncFeedBeforeIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, idx := a.head.index.add(l, tsuid, a.head.opts.Layout.Salt(tsuid), dayOf(syncT0), nil)
-	if err := a.head.sync.publish(context.Background(), idx); err != nil {
+	if err := a.head.feed.publish(context.Background(), idx); err != nil {
 		t.Fatal(err)
 	}
 	b := openSyncNode(t, st, 2, dir)
@@ -236,7 +236,7 @@ func TestIndexSyncRetention(t *testing.T) {
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
 	a := openSyncNode(t, st, 1, dir)
 	b := openSyncNode(t, st, 2, dir)
-	a.head.sync.now, b.head.sync.now = now, now
+	a.head.feed.now, b.head.feed.now = now, now
 
 	a.append(MakeLabels("m", []Tag{{"host", "a"}}), syncT0)
 	a.flush()
@@ -260,7 +260,7 @@ func TestIndexSyncRetention(t *testing.T) {
 	}
 	// B never read A's feed, and the row is gone: the next step reads the
 	// whole index, since B's last read is older than half the retention.
-	b.head.sync.lastSuccess = now().Add(-time.Hour)
+	b.head.feed.lastSuccess = now().Add(-time.Hour)
 	b.step()
 	expectSeries(t, "B after the rescan", b.sees("m", syncT0), "m{host=a}")
 }
@@ -311,7 +311,7 @@ func TestAppendDuringOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+	h, err := OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
 		Layout:      layout,
 		Logger:      quietLog,
 		WAL:         wal.Options{Dir: filepath.Join(dir, "wal")},
@@ -437,8 +437,8 @@ func TestFlushReadsRowsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func() *Head {
-		h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+	open := func() *DB {
+		h, err := OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
 			Layout: layout, Logger: quietLog, WriterID: 3, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 			// Only Flush and Close seal: a sweep sealing some of the
 			// chunks while Append runs would flush them in batches of one,

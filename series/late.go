@@ -73,23 +73,3 @@ func (h *Head) sealLateEarly() {
 	h.m.lateEarlySeals.Inc()
 	h.sealWhere(func(c *openChunk) bool { return c.late })
 }
-
-// foldDue reports whether writing pts points into a row whose cells are
-// keep (untouched) and overlapping (merged with the points) would leave the
-// row with more than 2×(the fewest cells that hold its points)+FoldSlack
-// cells. Folding then rewrites every cell: amortised over the cells that
-// piled up, a late point costs about a chunk's worth of rewriting.
-func (h *Head) foldDue(keep, overlapping []cellSpan, pts int) bool {
-	maxPts := h.opts.ChunkMaxPoints
-	merged := pts
-	for _, c := range overlapping {
-		merged += c.n
-	}
-	total := merged
-	for _, c := range keep {
-		total += c.n
-	}
-	fewest := (total + maxPts - 1) / maxPts
-	after := len(keep) + (merged+maxPts-1)/maxPts
-	return len(keep) > 0 && after > 2*fewest+FoldSlack
-}

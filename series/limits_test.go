@@ -71,11 +71,11 @@ func seq(from, to int) []int {
 func assertNothingOf(t *testing.T, e *env, l series.Labels) {
 	t.Helper()
 	v, _ := l.Get("node")
-	if _, err := e.head.UIDs().GetID(context.Background(), nil, uid.TagV, v); !errors.Is(err, uid.ErrNoSuchName) {
+	if _, err := e.uids.GetID(context.Background(), nil, uid.TagV, v); !errors.Is(err, uid.ErrNoSuchName) {
 		t.Errorf("%s: the refused series' tag value has a UID (err %v)", l, err)
 	}
 	found := false
-	e.head.Index().All("", func(en *series.Entry) bool {
+	e.index.All("", func(en *series.Entry) bool {
 		found = en.Labels == l
 		return !found
 	})
@@ -110,8 +110,8 @@ func TestMaxSeriesRefusesNewSeriesAndCreatesNothing(t *testing.T) {
 	for i := range 15 {
 		ls = append(ls, node("m", i))
 	}
-	refusedBy(t, appendSome(t, e.head, nil, ls...), "-max-series", seq(10, 15)...)
-	if n := e.head.Index().Len(); n != 10 {
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls...), "-max-series", seq(10, 15)...)
+	if n := e.index.Len(); n != 10 {
 		t.Fatalf("index holds %d series, want 10", n)
 	}
 	for _, l := range ls[10:] {
@@ -121,16 +121,16 @@ func TestMaxSeriesRefusesNewSeriesAndCreatesNothing(t *testing.T) {
 		t.Fatalf("the store's index has %d series, want 10", n)
 	}
 	// Points of existing series go on being stored, new ones refused.
-	refusedBy(t, appendSome(t, e.head, nil, ls[3], node("m", 99), ls[9]), "-max-series", 1)
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[3], node("m", 99), ls[9]), "-max-series", 1)
 	e.close()
 
 	// After a restart the series come from the index, not the head: still
 	// existing, still accepted; new ones still refused.
 	e = openLimited(t, dir, series.SeriesLimits{MaxSeries: 10}, nil)
 	defer e.close()
-	refusedBy(t, appendSome(t, e.head, nil, ls[0], ls[12], ls[5]), "-max-series", 1)
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[0], ls[12], ls[5]), "-max-series", 1)
 	assertNothingOf(t, e, ls[12])
-	if n := e.head.Index().Len(); n != 10 {
+	if n := e.index.Len(); n != 10 {
 		t.Fatalf("index holds %d series after the restart, want 10", n)
 	}
 }
@@ -138,14 +138,14 @@ func TestMaxSeriesRefusesNewSeriesAndCreatesNothing(t *testing.T) {
 func TestMaxSeriesPerMetric(t *testing.T) {
 	e := openLimited(t, t.TempDir(), series.SeriesLimits{MaxSeriesPerMetric: 3}, nil)
 	defer e.close()
-	errs := appendSome(t, e.head, nil, node("a", 0), node("a", 1), node("b", 0), node("a", 2), node("a", 3), node("b", 1), node("a", 4))
+	errs := appendSome(t, e.head.Head, nil, node("a", 0), node("a", 1), node("b", 0), node("a", 2), node("a", 3), node("b", 1), node("a", 4))
 	refusedBy(t, errs, "-max-series-per-metric", 4, 6)
 	var le *series.SeriesLimitError
 	if errors.As(errs[4], &le); le.Metric != "a" {
 		t.Fatalf("the refusal names metric %q, want a: %v", le.Metric, errs[4])
 	}
 	assertNothingOf(t, e, node("a", 3))
-	if n := e.head.Index().Len(); n != 5 {
+	if n := e.index.Len(); n != 5 {
 		t.Fatalf("index holds %d series, want 5", n)
 	}
 }
@@ -162,16 +162,16 @@ func TestMaxNewSeriesPerMinute(t *testing.T) {
 	for i := range 20 {
 		ls = append(ls, node("m", i))
 	}
-	refusedBy(t, appendSome(t, e.head, nil, ls[:8]...), "-max-new-series-per-minute", 6, 7)
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[:8]...), "-max-new-series-per-minute", 6, 7)
 	// Half a minute refills half the bucket: 3 more.
 	advance(30 * time.Second)
-	refusedBy(t, appendSome(t, e.head, nil, ls[8:13]...), "-max-new-series-per-minute", 3, 4)
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[8:13]...), "-max-new-series-per-minute", 3, 4)
 	// Existing series are not rate limited.
-	refusedBy(t, appendSome(t, e.head, nil, ls[0], ls[1], ls[8]), "")
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[0], ls[1], ls[8]), "")
 	// A long pause fills the bucket, no further than its size.
 	advance(time.Hour)
-	refusedBy(t, appendSome(t, e.head, nil, ls[13:20]...), "-max-new-series-per-minute", 6)
-	if n := e.head.Index().Len(); n != 15 {
+	refusedBy(t, appendSome(t, e.head.Head, nil, ls[13:20]...), "-max-new-series-per-minute", 6)
+	if n := e.index.Len(); n != 15 {
 		t.Fatalf("index holds %d series, want 15", n)
 	}
 	assertNothingOf(t, e, ls[19])
@@ -182,17 +182,17 @@ func TestMaxNewSeriesPerRequest(t *testing.T) {
 	defer e.close()
 	var req series.Request
 	// One request in two appends: four new series in all.
-	refusedBy(t, appendSome(t, e.head, &req, node("m", 0), node("m", 1), node("m", 2)), "")
-	refusedBy(t, appendSome(t, e.head, &req, node("m", 3), node("m", 4), node("m", 0)), "-max-new-series-per-request", 1)
+	refusedBy(t, appendSome(t, e.head.Head, &req, node("m", 0), node("m", 1), node("m", 2)), "")
+	refusedBy(t, appendSome(t, e.head.Head, &req, node("m", 3), node("m", 4), node("m", 0)), "-max-new-series-per-request", 1)
 	if req.Created() != 4 {
 		t.Fatalf("the request created %d series, want 4", req.Created())
 	}
 	assertNothingOf(t, e, node("m", 4))
 	// A new request may create four more; no request (nil) is not bounded.
 	var req2 series.Request
-	refusedBy(t, appendSome(t, e.head, &req2, node("m", 4), node("m", 5), node("m", 6), node("m", 7), node("m", 8)), "-max-new-series-per-request", 4)
-	refusedBy(t, appendSome(t, e.head, nil, node("m", 8), node("m", 9), node("m", 10), node("m", 11), node("m", 12)), "")
-	if n := e.head.Index().Len(); n != 13 {
+	refusedBy(t, appendSome(t, e.head.Head, &req2, node("m", 4), node("m", 5), node("m", 6), node("m", 7), node("m", 8)), "-max-new-series-per-request", 4)
+	refusedBy(t, appendSome(t, e.head.Head, nil, node("m", 8), node("m", 9), node("m", 10), node("m", 11), node("m", 12)), "")
+	if n := e.index.Len(); n != 13 {
 		t.Fatalf("index holds %d series, want 13", n)
 	}
 }
@@ -219,7 +219,7 @@ func TestSeriesLimitsHoldUnderConcurrency(t *testing.T) {
 					// Workers overlap by pairs: the same series raced by two.
 					ls = append(ls, node(fmt.Sprintf("m%d", k%2), (w/2)*each+k))
 				}
-				for i, err := range appendSome(t, e.head, &series.Request{}, ls...) {
+				for i, err := range appendSome(t, e.head.Head, &series.Request{}, ls...) {
 					if err == nil {
 						mu.Lock()
 						stored[ls[i]] = true
@@ -232,11 +232,11 @@ func TestSeriesLimitsHoldUnderConcurrency(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := e.head.Index().Len(); n != 100 || len(stored) != 100 {
+	if n := e.index.Len(); n != 100 || len(stored) != 100 {
 		t.Fatalf("index holds %d series, %d stored; want 100 of each", n, len(stored))
 	}
 	perMetric := map[string]int{}
-	e.head.Index().All("", func(en *series.Entry) bool {
+	e.index.All("", func(en *series.Entry) bool {
 		perMetric[en.Labels.Metric()]++
 		if !stored[en.Labels] {
 			t.Errorf("%s is in the index, but its point was refused", en.Labels)

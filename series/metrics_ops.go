@@ -31,11 +31,7 @@ func registerOpsMetrics(r prometheus.Registerer, h *Head) {
 			walStat(func(s walStats) float64 { return float64(s.segments) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_head_flush_queue_chunks", Help: "Sealed chunks waiting for the flusher or being written to the store."},
-			func() float64 {
-				h.flushMu.Lock()
-				defer h.flushMu.Unlock()
-				return float64(len(h.flushQ) + h.flushBusy)
-			}),
+			func() float64 { return float64(h.fl.queued()) }),
 	)
 }
 

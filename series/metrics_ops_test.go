@@ -24,7 +24,7 @@ func TestOpsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+	h, err := OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
 		Layout: layout, Logger: quietLog, Registerer: reg, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {

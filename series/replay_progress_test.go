@@ -77,8 +77,8 @@ func TestReplayLogsProgressAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	open := func() *Head {
-		h, err := Open(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
+	open := func() *DB {
+		h, err := OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), Options{
 			Layout: layout, Logger: slog.New(slog.NewTextHandler(&buf, nil)), WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 		})
 		if err != nil {

@@ -3,6 +3,7 @@ package series
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -21,22 +22,43 @@ import (
 // in the class errclass.ErrInvalid.
 var ErrOutOfRetention = errclass.New(errclass.ErrInvalid, "point older than the retention period")
 
-// retentionCutoff returns the first hour (ms) the retention keeps at now.
-func (h *Head) retentionCutoff(now time.Time) int64 {
-	return rowkey.HourOf(now.Add(-h.opts.Retention).UnixMilli())
+// retentionCutoff returns the first hour (ms) a retention keeps at now.
+func retentionCutoff(now time.Time, retention time.Duration) int64 {
+	return rowkey.HourOf(now.Add(-retention).UnixMilli())
 }
 
-// retentionLoop applies the retention at start and every RetentionInterval.
-func (h *Head) retentionLoop() {
-	defer h.done.Done()
-	t := time.NewTicker(h.opts.RetentionInterval)
+// Retention drops the rows and index days older than the retention, from
+// the store and the index it is given. The head refuses older points at the
+// door, so it never writes such rows back.
+type Retention struct {
+	st        store.Store
+	index     *Index
+	layout    rowkey.Layout
+	head      *Head // asked whether it still holds a series the index would forget
+	retention time.Duration
+	interval  time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// NewRetention returns the retention job over st and idx; h is the head
+// writing to them. opts gives Retention, RetentionInterval, Layout, Now and
+// Logger.
+func NewRetention(st store.Store, idx *Index, h *Head, opts Options) *Retention {
+	return &Retention{st: st, index: idx, layout: opts.Layout, head: h, retention: opts.Retention,
+		interval: opts.RetentionInterval, now: opts.Now, log: opts.Logger}
+}
+
+// loop applies the retention at once and every interval until stop closes.
+func (r *Retention) loop(stop <-chan struct{}) {
+	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
-		if _, err := h.ApplyRetention(context.Background()); err != nil {
-			h.opts.Logger.Error("applying the retention failed; trying again later", "err", err)
+		if _, err := r.Apply(context.Background()); err != nil {
+			r.log.Error("applying the retention failed; trying again later", "err", err)
 		}
 		select {
-		case <-h.stop:
+		case <-stop:
 			return
 		case <-t.C:
 		}
@@ -50,18 +72,18 @@ type RetentionReport struct {
 	SeriesDropped int   // series the index forgot
 }
 
-// ApplyRetention drops what the retention no longer keeps. It does nothing
-// when Options.Retention is 0.
-func (h *Head) ApplyRetention(ctx context.Context) (RetentionReport, error) {
-	if h.opts.Retention <= 0 {
+// Apply drops what the retention no longer keeps. It does nothing when the
+// retention is 0.
+func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
+	if r.retention <= 0 {
 		return RetentionReport{}, nil
 	}
-	cutoff := h.retentionCutoff(h.opts.Now())
+	cutoff := retentionCutoff(r.now(), r.retention)
 	rep := RetentionReport{Cutoff: cutoff}
 	// Days that end at or before the cutoff hold only rows it drops.
 	cutoffDay := uint32(cutoff / dayMs)
-	ix := h.index
-	mw := h.opts.Layout.MetricWidth
+	ix := r.index
+	mw := r.layout.MetricWidth
 
 	// Which metrics (and salt buckets) have data before the cutoff.
 	old := map[string]map[byte]bool{}
@@ -92,8 +114,8 @@ func (h *Head) ApplyRetention(ctx context.Context) (RetentionReport, error) {
 	for _, m := range metrics {
 		for salt := range old[m] {
 			// MetricRange's hours are inclusive: up to the hour before the cutoff.
-			r := h.opts.Layout.MetricRange(salt, []byte(m), 0, cutoff-rowkey.HourMs)
-			if err := h.st.DeleteRange(ctx, store.TableData, r); err != nil {
+			kr := r.layout.MetricRange(salt, []byte(m), 0, cutoff-rowkey.HourMs)
+			if err := r.st.DeleteRange(ctx, store.TableData, kr); err != nil {
 				return rep, fmt.Errorf("series: retention: deleting old rows: %w", err)
 			}
 			rep.Ranges++
@@ -123,11 +145,7 @@ func (h *Head) ApplyRetention(ctx context.Context) (RetentionReport, error) {
 	}
 	ix.mu.Unlock()
 	for _, e := range idle {
-		sh := h.shard(e.Labels)
-		sh.mu.RLock()
-		_, busy := sh.m[e.Labels]
-		sh.mu.RUnlock()
-		if !busy {
+		if !r.head.holds(e.Labels) {
 			drop = append(drop, e)
 		}
 	}
@@ -142,13 +160,13 @@ func (h *Head) ApplyRetention(ctx context.Context) (RetentionReport, error) {
 	ix.mu.Unlock()
 	for len(muts) > 0 {
 		n := min(len(muts), 10000)
-		if err := h.st.Write(ctx, store.TableIndex, muts[:n]); err != nil {
+		if err := r.st.Write(ctx, store.TableIndex, muts[:n]); err != nil {
 			return rep, fmt.Errorf("series: retention: updating the index: %w", err)
 		}
 		muts = muts[n:]
 	}
 	if rep.Ranges > 0 || rep.SeriesDropped > 0 {
-		h.opts.Logger.Info("retention applied", "before", time.UnixMilli(cutoff).UTC(), "ranges", rep.Ranges, "series_dropped", rep.SeriesDropped)
+		r.log.Info("retention applied", "before", time.UnixMilli(cutoff).UTC(), "ranges", rep.Ranges, "series_dropped", rep.SeriesDropped)
 	}
 	return rep, nil
 }

@@ -53,7 +53,7 @@ func TestRetention(t *testing.T) {
 		if len(pts) == 0 || pts[0].T != cutoff || pts[len(pts)-1].T != t0+10*24*rowkey.HourMs-rowkey.HourMs {
 			t.Fatalf("%s: host=both holds %d points from %d, want from the cutoff %d", when, len(pts), pts[0].T, cutoff)
 		}
-		if n := len(e.head.Index().Select("ret.m", nil, false, 0, now.UnixMilli())); n != 1 {
+		if n := len(e.index.Select("ret.m", nil, false, 0, now.UnixMilli())); n != 1 {
 			t.Fatalf("%s: the index selects %d series, want 1 (host=old has no data left)", when, n)
 		}
 		// Nothing before the cutoff is left in the data table.
@@ -72,7 +72,7 @@ func TestRetention(t *testing.T) {
 	// The series with nothing left is gone from the index (the pass that
 	// Open starts may have been the one to drop it).
 	n := 0
-	e.head.Index().All("ret.m", func(*series.Entry) bool { n++; return true })
+	e.index.All("ret.m", func(*series.Entry) bool { n++; return true })
 	if n != 1 {
 		t.Fatalf("the index holds %d series of ret.m, want 1", n)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hourglass/series/wal"
+	"hourglass/store"
 )
 
 // Checkpointer is a store that can write a consistent copy of itself into
@@ -38,7 +39,19 @@ const (
 	snapshotStoreDir = "store"
 )
 
-// TakeSnapshot writes into dir, which must not exist, a copy of everything
+// Snapshotter takes snapshots: the head's WAL up to a cut, and a checkpoint
+// of the store it is given.
+type Snapshotter struct {
+	head *Head
+	st   store.Store
+}
+
+// NewSnapshotter returns the snapshotter of the head h over st.
+func NewSnapshotter(h *Head, st store.Store) *Snapshotter {
+	return &Snapshotter{head: h, st: st}
+}
+
+// Take writes into dir, which must not exist, a copy of everything
 // acknowledged before the call, with the layout of a data directory
 // (dir/store, dir/wal): hourglass started on a copy of dir serves exactly
 // that, and what was acknowledged during the call may or may not be there.
@@ -57,10 +70,11 @@ const (
 // With skipHead only the store is copied: points still only in the WAL are
 // not in the snapshot. The copy is built in dir+".tmp" and renamed into
 // place once complete, so a directory named dir is always whole.
-func (h *Head) TakeSnapshot(ctx context.Context, dir string, skipHead bool) (SnapshotStats, error) {
+func (sn *Snapshotter) Take(ctx context.Context, dir string, skipHead bool) (SnapshotStats, error) {
+	h := sn.head
 	start := time.Now()
 	var st SnapshotStats
-	cp, ok := h.st.(Checkpointer)
+	cp, ok := sn.st.(Checkpointer)
 	if !ok {
 		return st, ErrSnapshotUnsupported
 	}

@@ -202,7 +202,7 @@ func TestSnapshotUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := series.Open(context.Background(), noCheckpoint{st}, uid.New(st, layout, uid.Options{}), series.Options{
+	h, err := series.OpenDB(context.Background(), noCheckpoint{st}, uid.New(st, layout, uid.Options{}), series.Options{
 		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
 	})
 	if err != nil {

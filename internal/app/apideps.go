@@ -15,7 +15,7 @@ import (
 
 // apiDeps wires the concrete storage into the narrow interfaces the server
 // and its dialects use (api.Deps): only app knows the concrete types.
-func apiDeps(head *series.Head, st store.Store, uids *uid.Table, layout rowkey.Layout,
+func apiDeps(head *series.DB, index *series.Index, st store.Store, uids *uid.Table, layout rowkey.Layout,
 	writer *ingest.Writer, engine *query.Engine) api.Deps {
 	type diskUser interface{ DiskUsage() uint64 }
 	return api.Deps{
@@ -31,7 +31,7 @@ func apiDeps(head *series.Head, st store.Store, uids *uid.Table, layout rowkey.L
 			return 0, false
 		},
 		OpenTSDB: opentsdbhttp.Deps{
-			Writer: writer, Querier: engine, UIDs: uids, Index: head.Index(), Deleter: head, Head: head,
+			Writer: writer, Querier: engine, UIDs: uids, Index: index, Deleter: head, Head: head,
 			Meta: meta.New(st), SaltBuckets: layout.SaltBuckets,
 		},
 		Prom: promhttp.Deps{Writer: writer, Querier: engine, Deleter: head, Snapshotter: head, Cardinality: head},

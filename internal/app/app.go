@@ -180,7 +180,11 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		log.Info("authentication", "enabled", a.Enabled(), "tls", a.TLSConfig() != nil)
 	}
 	uids := uid.New(st, layout, uid.Options{CacheBytes: cfg.UIDCacheBytes})
-	head, err := series.Open(ctx, st, uids, series.Options{
+	index, err := series.LoadIndex(ctx, st, layout)
+	if err != nil {
+		return err
+	}
+	db, err := series.Open(ctx, st, uids, index, series.Options{
 		Layout:         layout,
 		WriterID:       cfg.WriterID,
 		ChunkMaxPoints: cfg.ChunkMaxPoints,
@@ -204,15 +208,15 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	if err != nil {
 		return err
 	}
-	head.SetSeriesLimits(cfg.SeriesLimits, reg)
-	engine := query.NewEngine(head, cfg.Query)
+	db.SetSeriesLimits(cfg.SeriesLimits, reg)
+	engine := query.NewEngine(db.Head, index, st, layout, cfg.Query)
 	engine.RegisterMetrics(reg)
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
-	srv := api.New(cfg.API, apiDeps(head, st, uids, layout, ingest.NewWriter(head, cfg.Ingest), engine), reg, log)
+	srv := api.New(cfg.API, apiDeps(db, index, st, uids, layout, ingest.NewWriter(db.Head, cfg.Ingest), engine), reg, log)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		head.Close()
+		db.Close()
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	log.Info("hourglass listening", "addr", ln.Addr().String(), "storage", cfg.Storage, "data_dir", cfg.DataDir, "wal_fsync", cfg.WALFsync.String())
@@ -233,7 +237,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		log.Warn("shutting the server down", "err", serr)
 	}
-	if herr := head.Close(); herr != nil {
+	if herr := db.Close(); herr != nil {
 		return fmt.Errorf("closing the head: %w", herr)
 	}
 	log.Info("shut down cleanly")

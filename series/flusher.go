@@ -2,8 +2,12 @@ package series
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"math"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"hourglass/chunk"
@@ -11,78 +15,198 @@ import (
 	"hourglass/store"
 )
 
+// Flusher writes what the head seals to the store, on one goroutine: sealed
+// chunks become cells, merged with the cells this writer already has in
+// their rows (read once, then remembered for the series' newest rows) and
+// folded when a row's cells pile up; index mutations go to the index table,
+// announced in this node's feed first when nodes share the store; delete
+// jobs run alone, in queue order (the Deleter's part). A failed write puts
+// the batch back in front and is retried with backoff; while writes fail,
+// Failing reports it. It is safe for concurrent use.
+type Flusher struct {
+	st        store.Store
+	layout    rowkey.Layout
+	writerID  uint16
+	maxPoints int
+	retention time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	m         *metrics
+
+	// feed announces index mutations to the other nodes; nil when alone.
+	feed *indexSync
+	// runDelete is the Deleter's part of a delete job (delete.go).
+	runDelete func(context.Context, *deleteJob) error
+	// closing reports that a close waits for the queue: retry sooner.
+	closing func() bool
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	q       []*sealedChunk
+	busy    int          // chunks taken by the flusher but not yet written
+	jobs    []*deleteJob // queued or running; their tombstones hold the WAL
+	idxQ    []store.Mutation
+	err     error
+	failing atomic.Bool // set while the writes to the store fail
+}
+
+// FlusherOptions configures a Flusher.
+type FlusherOptions struct {
+	Layout         rowkey.Layout
+	WriterID       uint16
+	ChunkMaxPoints int
+	// Retention: chunks whose hour is past it are dropped, not written.
+	Retention time.Duration
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// NewFlusher returns a flusher writing to st. Run runs it.
+func NewFlusher(st store.Store, opts FlusherOptions) *Flusher {
+	f := &Flusher{
+		st: st, layout: opts.Layout, writerID: opts.WriterID, maxPoints: opts.ChunkMaxPoints,
+		retention: opts.Retention, now: opts.Now, log: opts.Logger,
+		closing: func() bool { return false },
+	}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// Failing reports whether the last write to the store failed.
+func (f *Flusher) Failing() bool { return f.failing.Load() }
+
+// queued returns the chunks waiting or being written.
+func (f *Flusher) queued() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.q) + f.busy
+}
+
+// queueDelete queues a delete job behind every chunk queued before it.
+func (f *Flusher) queueDelete(job *deleteJob) {
+	f.mu.Lock()
+	f.q = append(f.q, &sealedChunk{del: job})
+	f.jobs = append(f.jobs, job)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// lowWater returns the lowest of low and the tombstone segments of the
+// delete jobs not yet done.
+func (f *Flusher) lowWater(low int) int {
+	f.mu.Lock()
+	for _, d := range f.jobs {
+		low = min(low, d.minSeg)
+	}
+	f.mu.Unlock()
+	return low
+}
+
+// takeIndex returns and clears the queued index mutations.
+func (f *Flusher) takeIndex() []store.Mutation {
+	f.mu.Lock()
+	idx := f.idxQ
+	f.idxQ = nil
+	f.mu.Unlock()
+	return idx
+}
+
+// Wait returns once everything queued is in the store, or when ctx is
+// done (naming the last failure, if a write failed).
+func (f *Flusher) Wait(ctx context.Context) error {
+	// The flusher retries failed writes on its own; wait for it until ctx
+	// is done, waking when it is.
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.q) > 0 || f.busy > 0 || len(f.idxQ) > 0 {
+		if err := ctx.Err(); err != nil {
+			if f.err != nil {
+				return fmt.Errorf("series: flushing the head: %w (the last write to the store failed: %v)", err, f.err)
+			}
+			return err
+		}
+		f.cond.Wait()
+	}
+	return nil
+}
+
 // flushBatch bounds the chunks written in one store call.
 const flushBatch = 4096
 
-// flusher writes sealed chunks and index entries to the store, in batches,
-// until it takes the nil chunk that stopChannel queues.
-func (h *Head) flusher() {
-	defer h.done.Done()
+// run writes sealed chunks and index entries to the store, in batches,
+// until it takes the nil chunk that stop queues.
+func (f *Flusher) run() {
 	ctx := context.Background()
 	var buf []byte
 	backoff := 100 * time.Millisecond
 	for {
-		h.flushMu.Lock()
-		for len(h.flushQ) == 0 && len(h.idxQ) == 0 {
-			h.flushCond.Wait()
+		f.mu.Lock()
+		for len(f.q) == 0 && len(f.idxQ) == 0 {
+			f.cond.Wait()
 		}
-		n := min(len(h.flushQ), flushBatch)
+		n := min(len(f.q), flushBatch)
 		// A delete runs alone, after the chunks queued before it.
-		for i, c := range h.flushQ[:n] {
+		for i, c := range f.q[:n] {
 			if c != nil && c.del != nil {
 				n = max(i, 1)
 				break
 			}
 		}
-		batch := append([]*sealedChunk(nil), h.flushQ[:n]...)
-		h.flushQ = h.flushQ[n:]
-		idx := h.idxQ
-		h.idxQ = nil
-		h.flushBusy += len(batch)
-		h.flushMu.Unlock()
+		batch := append([]*sealedChunk(nil), f.q[:n]...)
+		f.q = f.q[n:]
+		idx := f.idxQ
+		f.idxQ = nil
+		f.busy += len(batch)
+		f.mu.Unlock()
 
 		stop := false
 		if k := len(batch); k > 0 && batch[k-1] == nil {
 			batch, stop = batch[:k-1], true
-			h.flushMu.Lock()
-			h.flushBusy--
-			h.flushMu.Unlock()
+			f.mu.Lock()
+			f.busy--
+			f.mu.Unlock()
 		}
 		var err error
 		if len(idx) > 0 {
-			err = h.writeIndex(ctx, idx) // hook: announces them to other nodes first
+			err = f.writeIndex(ctx, idx) // hook: announces them to other nodes first
 		}
 		var job *deleteJob
 		if len(batch) == 1 && batch[0].del != nil {
 			job = batch[0].del
 			if err == nil {
-				err = h.runDelete(ctx, job)
+				err = f.runDelete(ctx, job)
 			}
 		} else if err == nil && len(batch) > 0 {
-			buf, err = h.writeChunks(ctx, batch, buf)
+			buf, err = f.writeChunks(ctx, batch, buf)
 		}
-		h.storeFailing.Store(err != nil) // hook: Append refuses writes when this lasts
-		h.flushMu.Lock()
-		h.flushBusy -= len(batch)
+		f.failing.Store(err != nil) // hook: Append refuses writes when this lasts
+		f.mu.Lock()
+		f.busy -= len(batch)
 		if err != nil {
 			// Put everything back in front and try again later; the WAL
 			// still holds all of it.
-			h.flushQ = append(batch, h.flushQ...)
-			h.idxQ = append(idx, h.idxQ...)
-			h.flushErr = err
+			f.q = append(batch, f.q...)
+			f.idxQ = append(idx, f.idxQ...)
+			f.err = err
 		} else {
-			h.flushErr = nil
+			f.err = nil
 		}
-		h.flushMu.Unlock()
-		h.flushCond.Broadcast()
+		f.mu.Unlock()
+		f.cond.Broadcast()
 		if err != nil {
-			h.m.flushErrors.Inc()
-			h.opts.Logger.Error("writing sealed chunks to the store failed; retrying", "chunks", len(batch), "err", err)
+			f.m.flushErrors.Inc()
+			f.log.Error("writing sealed chunks to the store failed; retrying", "chunks", len(batch), "err", err)
 			if stop {
 				return
 			}
 			wait := backoff
-			if h.closed.Load() {
+			if f.closing() {
 				wait = min(wait, 250*time.Millisecond) // Close is waiting for us
 			}
 			time.Sleep(wait)
@@ -91,14 +215,14 @@ func (h *Head) flusher() {
 		}
 		backoff = 100 * time.Millisecond
 		if job != nil {
-			h.flushMu.Lock()
-			for i, d := range h.deletes {
+			f.mu.Lock()
+			for i, d := range f.jobs {
 				if d == job {
-					h.deletes = append(h.deletes[:i], h.deletes[i+1:]...)
+					f.jobs = append(f.jobs[:i], f.jobs[i+1:]...)
 					break
 				}
 			}
-			h.flushMu.Unlock()
+			f.mu.Unlock()
 			close(job.done)
 		} else if len(batch) > 0 {
 			for _, c := range batch {
@@ -123,19 +247,19 @@ func (h *Head) flusher() {
 // A chunk whose time span overlaps cells this writer already has in its row
 // is merged with them (the chunk's points win) and the row's overlapping
 // cells are rewritten, so every timestamp is in at most one of our cells.
-func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte) ([]byte, error) {
+func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte) ([]byte, error) {
 	// Hook: the rows the loop below would read one by one, read at once (on
 	// Bigtable every read is a round trip).
-	uncached, err := h.prefetchRows(ctx, batch)
+	uncached, err := f.prefetchRows(ctx, batch)
 	if err != nil {
 		return buf, err
 	}
 	var muts []store.Mutation
-	layout := h.opts.Layout
+	layout := f.layout
 	var merged []chunk.Point
 	cutoff := int64(math.MinInt64)
-	if h.opts.Retention > 0 {
-		cutoff = h.retentionCutoff(h.opts.Now())
+	if f.retention > 0 {
+		cutoff = retentionCutoff(f.now(), f.retention)
 	}
 	for _, w := range rowWork(batch) {
 		c, pts := w.c, w.pts
@@ -148,7 +272,7 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 		row := layout.AppendRowKey(nil, s.tsuid, c.hour)
 		ri := uncached[string(row)]
 		if ri == nil {
-			if ri, err = h.rowInfo(ctx, s, c.hour, row); err != nil {
+			if ri, err = f.rowInfo(ctx, s, c.hour, row); err != nil {
 				return buf, err
 			}
 		}
@@ -162,23 +286,23 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 				keep = append(keep, cs)
 			}
 		}
-		if h.foldDue(keep, overlapping, len(pts)) {
+		if f.foldDue(keep, overlapping, len(pts)) {
 			// The row's cells piled up: rewrite them all as full cells.
 			overlapping, keep = append(overlapping, keep...), keep[:0]
-			h.m.rowFolds.Inc()
+			f.m.rowFolds.Inc()
 		}
 		ri.cells = keep
 		if len(overlapping) > 0 {
-			merged, err = h.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
+			merged, err = f.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
 			if err != nil {
 				return buf, err
 			}
 			pts = merged
 		}
 		newQuals := map[string]bool{}
-		for start := 0; start < len(pts); start += h.opts.ChunkMaxPoints {
-			part := pts[start:min(start+h.opts.ChunkMaxPoints, len(pts))]
-			q := rowkey.AppendQualifier(nil, uint32(part[0].T-c.hour), h.opts.WriterID)
+		for start := 0; start < len(pts); start += f.maxPoints {
+			part := pts[start:min(start+f.maxPoints, len(pts))]
+			q := rowkey.AppendQualifier(nil, uint32(part[0].T-c.hour), f.writerID)
 			b, err := chunk.Append(nil, c.hour, part)
 			if err != nil {
 				panic("series: a sealed chunk does not encode: " + err.Error())
@@ -194,14 +318,14 @@ func (h *Head) writeChunks(ctx context.Context, batch []*sealedChunk, buf []byte
 		}
 		sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
 	}
-	if err := h.st.Write(ctx, store.TableData, muts); err != nil {
+	if err := f.st.Write(ctx, store.TableData, muts); err != nil {
 		// What we believe of the rows may be wrong now: forget it.
 		for _, c := range batch {
 			c.s.rows = nil
 		}
 		return buf, err
 	}
-	h.m.chunksWritten.Add(float64(len(batch)))
+	f.m.chunksWritten.Add(float64(len(batch)))
 	return buf, nil
 }
 
@@ -243,22 +367,22 @@ func rowWork(batch []*sealedChunk) []chunkWork {
 
 // rowInfo returns what this writer has in the row, reading the row the first
 // time this process seals into that hour of the series.
-func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte) (*rowInfo, error) {
+func (f *Flusher) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte) (*rowInfo, error) {
 	if ri := s.cachedRow(hour); ri != nil {
 		return ri, nil
 	}
-	cells, err := h.st.ReadRow(ctx, store.TableData, row)
+	cells, err := f.st.ReadRow(ctx, store.TableData, row)
 	if err != nil {
 		return nil, err
 	}
 	ri := rowInfo{hour: hour}
 	var it chunk.Iterator
 	for _, c := range cells {
-		if cs, ok := h.ownCell(&it, row, hour, c); ok {
+		if cs, ok := f.ownCell(&it, row, hour, c); ok {
 			ri.cells = append(ri.cells, cs)
 		}
 	}
-	return h.keepRow(s, ri), nil
+	return f.keepRow(s, ri), nil
 }
 
 // prefetchRows reads, with one Scan of exact rows, the rows of the batch
@@ -266,7 +390,7 @@ func (h *Head) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte
 // would: one request for the batch instead of a ReadRow per row, which on
 // Bigtable would be a round trip each, one after the other. The rows older
 // than the few the series keeps are returned by row key, for one use.
-func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[string]*rowInfo, error) {
+func (f *Flusher) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[string]*rowInfo, error) {
 	type want struct {
 		s   *memSeries
 		row []byte
@@ -278,7 +402,7 @@ func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[stri
 		if c.s.cachedRow(c.hour) != nil {
 			continue
 		}
-		row := h.opts.Layout.AppendRowKey(nil, c.s.tsuid, c.hour)
+		row := f.layout.AppendRowKey(nil, c.s.tsuid, c.hour)
 		if byRow[string(row)] != nil {
 			continue
 		}
@@ -295,9 +419,9 @@ func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[stri
 		ranges[i] = store.RowRange(w.row)
 	}
 	var it chunk.Iterator
-	err := h.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
+	err := f.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
 		if w := byRow[string(c.Row)]; w != nil {
-			if cs, ok := h.ownCell(&it, w.row, w.ri.hour, c); ok {
+			if cs, ok := f.ownCell(&it, w.row, w.ri.hour, c); ok {
 				w.ri.cells = append(w.ri.cells, cs)
 			}
 		}
@@ -307,7 +431,7 @@ func (h *Head) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[stri
 		return nil, err
 	}
 	for _, w := range wants {
-		h.keepRow(w.s, w.ri)
+		f.keepRow(w.s, w.ri)
 	}
 	// Late chunks of many old hours of one series: without this, each of
 	// the rows keepRow did not keep would be read again by rowInfo.
@@ -332,13 +456,13 @@ func (s *memSeries) cachedRow(hour int64) *rowInfo {
 
 // ownCell returns the time span of a cell of row that this writer wrote;
 // false for another writer's cell or one that does not decode.
-func (h *Head) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell) (cellSpan, bool) {
+func (f *Flusher) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell) (cellSpan, bool) {
 	_, writer, err := rowkey.ParseQualifier(c.Qualifier)
-	if err != nil || writer != h.opts.WriterID {
+	if err != nil || writer != f.writerID {
 		return cellSpan{}, false
 	}
 	if err := it.Reset(c.Value, hour); err != nil {
-		h.opts.Logger.Warn("unreadable cell", "row", row, "err", err)
+		f.log.Warn("unreadable cell", "row", row, "err", err)
 		return cellSpan{}, false
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
@@ -357,7 +481,7 @@ func (h *Head) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell)
 // keepRow records ri among the series' newest few rows and returns it; older
 // rows are read again if ever needed, and a row older than those kept is
 // returned for one use.
-func (h *Head) keepRow(s *memSeries, ri rowInfo) *rowInfo {
+func (f *Flusher) keepRow(s *memSeries, ri rowInfo) *rowInfo {
 	sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
 	s.rows = append(s.rows, ri)
 	sort.Slice(s.rows, func(i, j int) bool { return s.rows[i].hour > s.rows[j].hour })
@@ -372,8 +496,8 @@ func (h *Head) keepRow(s *memSeries, ri rowInfo) *rowInfo {
 
 // mergeCells returns the points of the overlapping cells with pts laid over
 // them (pts win on equal timestamps), sorted.
-func (h *Head) mergeCells(ctx context.Context, row []byte, hour int64, cells []cellSpan, pts, dst []chunk.Point) ([]chunk.Point, error) {
-	stored, err := h.st.ReadRow(ctx, store.TableData, row)
+func (f *Flusher) mergeCells(ctx context.Context, row []byte, hour int64, cells []cellSpan, pts, dst []chunk.Point) ([]chunk.Point, error) {
+	stored, err := f.st.ReadRow(ctx, store.TableData, row)
 	if err != nil {
 		return dst, err
 	}
@@ -386,107 +510,62 @@ func (h *Head) mergeCells(ctx context.Context, row []byte, hour int64, cells []c
 			continue
 		}
 		if dst, err = chunk.Decode(dst, c.Value, hour); err != nil {
-			h.opts.Logger.Warn("unreadable cell dropped while merging", "row", row, "err", err)
+			f.log.Warn("unreadable cell dropped while merging", "row", row, "err", err)
 		}
 	}
 	dst = append(dst, pts...) // last, so they win
 	return SortDedup(dst), nil
 }
 
-// sweeper seals chunks whose hour has passed, bounds the WAL, truncates it
-// and forgets idle series.
-func (h *Head) sweeper() {
-	defer h.done.Done()
-	t := time.NewTicker(h.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-			h.sweep()
-		}
-	}
+func (f *Flusher) enqueue(cs []*sealedChunk) {
+	f.mu.Lock()
+	f.q = append(f.q, cs...)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+	f.m.chunksSealed.Add(float64(len(cs)))
 }
 
-func (h *Head) sweep() {
-	now := h.opts.Now().UnixMilli()
-	graceMs := h.opts.Grace.Milliseconds()
-	h.sealWhere(func(c *openChunk) bool { return h.due(c, now, graceMs) })
-	if h.log.Size() > h.opts.WALMaxBytes {
-		oldest := h.lowWater()
-		h.sealWhere(func(c *openChunk) bool { return c.minSeg <= oldest })
-	}
-	h.truncateWAL()
-	h.forgetIdle(now)
+func (f *Flusher) queueIndex(muts []store.Mutation) {
+	f.mu.Lock()
+	f.idxQ = append(f.idxQ, muts...)
+	f.mu.Unlock()
+	f.cond.Broadcast()
 }
 
-// lowWater returns the oldest WAL segment that holds a point not yet in the store.
-func (h *Head) lowWater() int {
-	low := h.log.Segment()
-	h.inflightMu.Lock()
-	for seg := range h.inflight {
-		low = min(low, seg)
-	}
-	h.inflightMu.Unlock()
-	h.flushMu.Lock()
-	for _, d := range h.deletes {
-		low = min(low, d.minSeg)
-	}
-	h.flushMu.Unlock()
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.RLock()
-		for _, s := range sh.m {
-			s.mu.Lock()
-			for _, c := range s.open {
-				low = min(low, c.minSeg)
-			}
-			for _, c := range s.pending {
-				low = min(low, c.minSeg)
-			}
-			s.mu.Unlock()
-		}
-		sh.mu.RUnlock()
-	}
-	return low
+func (f *Flusher) stop() {
+	f.mu.Lock()
+	f.q = append(f.q, nil) // a nil chunk tells the flusher to stop
+	f.mu.Unlock()
+	f.cond.Broadcast()
 }
 
-func (h *Head) truncateWAL() {
-	low := h.lowWater()
-	// Index entries of series defined in the segments about to go must be
-	// in the store first.
-	h.flushMu.Lock()
-	idx := h.idxQ
-	h.idxQ = nil
-	h.flushMu.Unlock()
-	if len(idx) > 0 {
-		if err := h.writeIndex(context.Background(), idx); err != nil {
-			h.queueIndex(idx)
-			return
-		}
+// foldDue reports whether writing pts points into a row whose cells are
+// keep (untouched) and overlapping (merged with the points) would leave the
+// row with more than 2×(the fewest cells that hold its points)+FoldSlack
+// cells. Folding then rewrites every cell: amortised over the cells that
+// piled up, a late point costs about a chunk's worth of rewriting.
+func (f *Flusher) foldDue(keep, overlapping []cellSpan, pts int) bool {
+	maxPts := f.maxPoints
+	merged := pts
+	for _, c := range overlapping {
+		merged += c.n
 	}
-	if err := h.log.Truncate(low); err != nil {
-		h.opts.Logger.Warn("truncating the wal", "err", err)
+	total := merged
+	for _, c := range keep {
+		total += c.n
 	}
+	fewest := (total + maxPts - 1) / maxPts
+	after := len(keep) + (merged+maxPts-1)/maxPts
+	return len(keep) > 0 && after > 2*fewest+FoldSlack
 }
 
-// forgetIdle drops series with nothing in the head that were not written for two hours.
-func (h *Head) forgetIdle(now int64) {
-	idle := int64(2 * time.Hour / time.Millisecond)
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.Lock()
-		for l, s := range sh.m {
-			s.mu.Lock()
-			gone := len(s.open) == 0 && len(s.pending) == 0 && now-s.lastAppend > idle
-			s.gone = gone
-			s.mu.Unlock()
-			if gone {
-				delete(sh.m, l)
-				h.m.series.Dec()
-			}
+// writeIndex persists index mutations. With the index sync on, it first
+// announces them in this node's feed (see above); otherwise it is one Write.
+func (f *Flusher) writeIndex(ctx context.Context, idx []store.Mutation) error {
+	if f.feed != nil {
+		if err := f.feed.publish(ctx, idx); err != nil {
+			return err
 		}
-		sh.mu.Unlock()
 	}
+	return f.st.Write(ctx, store.TableIndex, idx)
 }
