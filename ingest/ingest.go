@@ -22,12 +22,17 @@ type Limits struct {
 	MaxNameLen int // bytes of a metric, tag key or tag value; default 256
 }
 
+// DefaultLimits returns the default of every limit: what a zero field
+// stands for.
+func DefaultLimits() Limits { return Limits{MaxTags: 32, MaxNameLen: 256} }
+
 func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
 	if l.MaxTags <= 0 {
-		l.MaxTags = 32
+		l.MaxTags = d.MaxTags
 	}
 	if l.MaxNameLen <= 0 {
-		l.MaxNameLen = 256
+		l.MaxNameLen = d.MaxNameLen
 	}
 	return l
 }

@@ -59,28 +59,52 @@ type Options struct {
 	Now        func() time.Time
 }
 
+// DefaultOptions returns the default of every setting of Options that has
+// one: what a zero field stands for. Layout, WAL.Dir, Retention (0: for
+// ever) and IndexSync (off) have none here; DefaultIndexSyncOptions is the
+// index sync's when it is on.
+func DefaultOptions() Options {
+	return Options{
+		ChunkMaxPoints:    chunk.DefaultMaxPoints,
+		Grace:             10 * time.Minute,
+		LateGrace:         10 * time.Second,
+		LateMaxPoints:     500_000,
+		WAL:               wal.DefaultOptions(),
+		WALMaxBytes:       1 << 30,
+		SweepInterval:     time.Second,
+		CloseTimeout:      time.Minute,
+		RetentionInterval: time.Hour,
+	}
+}
+
 func (o *Options) fill() {
+	d := DefaultOptions()
 	if o.ChunkMaxPoints <= 0 {
-		o.ChunkMaxPoints = chunk.DefaultMaxPoints
+		o.ChunkMaxPoints = d.ChunkMaxPoints
 	}
 	if o.ChunkMaxPoints > chunk.MaxPoints {
 		o.ChunkMaxPoints = chunk.MaxPoints
 	}
 	if o.Grace <= 0 {
-		o.Grace = 10 * time.Minute
+		o.Grace = d.Grace
 	}
-	o.fillLate()
+	if o.LateGrace <= 0 {
+		o.LateGrace = d.LateGrace
+	}
+	if o.LateMaxPoints <= 0 {
+		o.LateMaxPoints = d.LateMaxPoints
+	}
 	if o.WALMaxBytes <= 0 {
-		o.WALMaxBytes = 1 << 30
+		o.WALMaxBytes = d.WALMaxBytes
 	}
 	if o.SweepInterval <= 0 {
-		o.SweepInterval = time.Second
+		o.SweepInterval = d.SweepInterval
 	}
 	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = time.Minute
+		o.CloseTimeout = d.CloseTimeout
 	}
 	if o.RetentionInterval <= 0 {
-		o.RetentionInterval = time.Hour
+		o.RetentionInterval = d.RetentionInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -59,6 +59,12 @@ import (
 // A node alone (the embedded store) runs none of this: with
 // IndexSyncOptions.Interval zero no feed is written or read.
 
+// DefaultIndexSyncOptions returns the index sync's settings when it is on
+// (-storage=bigtable): the feeds read every second, feed rows kept an hour.
+func DefaultIndexSyncOptions() IndexSyncOptions {
+	return IndexSyncOptions{Interval: time.Second, Retention: time.Hour}
+}
+
 // IndexSyncOptions configures the index sync. The zero value turns it off.
 type IndexSyncOptions struct {
 	// Interval is how often the feeds of the other nodes are read. Zero:
@@ -113,7 +119,7 @@ type indexSync struct {
 func newIndexSync(st store.Store, idx *Index, opts Options) *indexSync {
 	o := opts.IndexSync
 	if o.Retention <= 0 {
-		o.Retention = time.Hour
+		o.Retention = DefaultIndexSyncOptions().Retention
 	}
 	s := &indexSync{
 		st:      st,

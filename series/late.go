@@ -1,8 +1,6 @@
 package series
 
 import (
-	"time"
-
 	"hourglass/chunk"
 	"hourglass/rowkey"
 )
@@ -12,7 +10,7 @@ import (
 // series-hour, which keeps taking the points of that hour until it is
 // full, its LateGrace passes or the late chunks of the head hold
 // LateMaxPoints; then it is sealed and the flusher merges it into the row
-// (head_flush.go), folding the row's cells when they pile up. Re-sending an
+// (flusher.go), folding the row's cells when they pile up. Re-sending an
 // hour thus costs about what sending it did: a chunk per ChunkMaxPoints
 // points, not one per point.
 
@@ -20,15 +18,6 @@ import (
 // points a row may have before the flusher folds it (rewrites all of this
 // writer's cells of the row as full ones).
 const FoldSlack = 4
-
-func (o *Options) fillLate() {
-	if o.LateGrace <= 0 {
-		o.LateGrace = 10 * time.Second
-	}
-	if o.LateMaxPoints <= 0 {
-		o.LateMaxPoints = 500_000
-	}
-}
 
 // newOpenChunk returns an open chunk for hour, late if the hour is past its
 // grace by the series' newest point maxT or the wall clock now (unix ms).

@@ -33,6 +33,13 @@ type SeriesLimits struct {
 	MaxNewSeriesPerRequest int
 }
 
+// DefaultSeriesLimits returns the limits the flags start from
+// (-max-series, -max-series-per-metric, -max-new-series-per-minute off,
+// -max-new-series-per-request). A zero field turns its limit off.
+func DefaultSeriesLimits() SeriesLimits {
+	return SeriesLimits{MaxSeries: 10_000_000, MaxSeriesPerMetric: 1_000_000, MaxNewSeriesPerRequest: 100_000}
+}
+
 // ErrSeriesLimit is wrapped by every refusal of a new series over a limit;
 // it is in the class errclass.ErrInvalid.
 var ErrSeriesLimit = errclass.New(errclass.ErrInvalid, "series limit reached")

@@ -105,6 +105,10 @@ type Options struct {
 	CacheBytes int
 }
 
+// DefaultOptions returns the default of every setting of Options: what a
+// zero field stands for.
+func DefaultOptions() Options { return Options{CacheBytes: 64 << 20} }
+
 // Table is the three UID name spaces of one data set. It is safe for concurrent use.
 type Table struct {
 	st     store.Store
@@ -117,7 +121,7 @@ type Table struct {
 // New returns the UID table stored in st, with the widths of layout.
 func New(st store.Store, layout rowkey.Layout, opts Options) *Table {
 	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = 64 << 20
+		opts.CacheBytes = DefaultOptions().CacheBytes
 	}
 	return &Table{
 		st:     st,

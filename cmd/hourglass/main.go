@@ -21,8 +21,6 @@ import (
 	_ "time/tzdata" // query time zones work on machines without a zoneinfo database
 
 	"hourglass/internal/app"
-	"hourglass/query"
-	"hourglass/series/wal"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -44,32 +42,32 @@ func run(args []string) error {
 	writer := fs.Uint("writer-id", 0, "id of this node in the cell qualifiers (0-65535); nodes sharing a store need distinct ids (required with -storage=bigtable)")
 	fs.StringVar(&cfg.Bigtable.Project, "bigtable.project", "", "Google Cloud project of the Bigtable instance")
 	fs.StringVar(&cfg.Bigtable.Instance, "bigtable.instance", "", "Bigtable instance")
-	fs.StringVar(&cfg.Bigtable.TablePrefix, "bigtable.table-prefix", "hourglass", "prefix of the table names: <prefix>-data, -uid, -index, -meta")
+	fs.StringVar(&cfg.Bigtable.TablePrefix, "bigtable.table-prefix", cfg.Bigtable.TablePrefix, "prefix of the table names: <prefix>-data, -uid, -index, -meta")
 	fs.StringVar(&cfg.Bigtable.AppProfile, "bigtable.app-profile", "", "app profile of data requests (default: the instance's); with replication, single-cluster routing")
 	fs.StringVar(&cfg.Bigtable.CredentialsFile, "bigtable.credentials-file", "", "service account key file (default: Application Default Credentials, GOOGLE_APPLICATION_CREDENTIALS; BIGTABLE_EMULATOR_HOST selects the emulator)")
-	fs.DurationVar(&cfg.Bigtable.Timeout, "bigtable.timeout", 30*time.Second, "time one Bigtable operation may take, retries included, before it fails as unavailable (503)")
-	fs.DurationVar(&cfg.IndexSyncInterval, "index-sync-interval", time.Second, "how often a node reads the series other nodes added (-storage=bigtable only)")
+	fs.DurationVar(&cfg.Bigtable.Timeout, "bigtable.timeout", cfg.Bigtable.Timeout, "time one Bigtable operation may take, retries included, before it fails as unavailable (503)")
+	fs.DurationVar(&cfg.IndexSyncInterval, "index-sync-interval", cfg.IndexSyncInterval, "how often a node reads the series other nodes added (-storage=bigtable only)")
 	fs.IntVar(&cfg.Layout.SaltBuckets, "salt-buckets", cfg.Layout.SaltBuckets, "salt buckets of the row keys (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.MetricWidth, "uid-width-metric", cfg.Layout.MetricWidth, "bytes of a metric UID (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.TagKWidth, "uid-width-tagk", cfg.Layout.TagKWidth, "bytes of a tag key UID (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.TagVWidth, "uid-width-tagv", cfg.Layout.TagVWidth, "bytes of a tag value UID (fixed when the data set is created)")
-	fsync := fs.String("wal-fsync", "always", "always: fsync before acknowledging (group commit); interval: write to the OS before acknowledging, fsync every second")
-	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", 0, "bytes of a WAL segment (default 128 MiB)")
-	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", 0, "bytes of WAL past which the oldest open chunks are written early (default 1 GiB)")
-	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", 0, "points of one chunk (one cell); default chosen by benchmark, see docs/format/chunk.md")
+	fs.TextVar(&cfg.WALFsync, "wal-fsync", cfg.WALFsync, "always: fsync before acknowledging (group commit); interval: write to the OS before acknowledging, fsync every second")
+	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", cfg.WALSegmentSize, "bytes of a WAL segment")
+	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", cfg.WALMaxBytes, "bytes of WAL past which the oldest open chunks are written early")
+	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", cfg.ChunkMaxPoints, "points of one chunk (one cell); the default is chosen by benchmark, see docs/format/chunk.md")
 	fs.DurationVar(&cfg.Retention, "retention", 0, "how long data is kept, e.g. 8760h; older rows are dropped a key range at a time and older points refused (default: for ever)")
-	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", 0, "how often data past -retention is dropped (default 1h)")
-	fs.DurationVar(&cfg.SealGrace, "seal-grace", 0, "how long after its hour an open chunk waits for late points (default 10m)")
-	fs.DurationVar(&cfg.LateGrace, "late-grace", 0, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written (default 10s)")
-	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", 0, "points all late chunks may hold; past it they are written early (default 500000)")
-	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "block cache of the embedded store (default 128 MiB)")
-	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", 0, "UID cache, both directions (default 64 MiB)")
-	fs.IntVar(&cfg.Ingest.MaxTags, "max-tags", 32, "tags per series")
-	fs.IntVar(&cfg.Ingest.MaxNameLen, "max-name-len", 256, "bytes of a metric name, tag key or tag value")
-	fs.IntVar(&cfg.SeriesLimits.MaxSeries, "max-series", 10_000_000, "series the store may hold; points of new series past it are refused (0: no limit)")
-	fs.IntVar(&cfg.SeriesLimits.MaxSeriesPerMetric, "max-series-per-metric", 1_000_000, "series one metric may have (0: no limit)")
-	fs.IntVar(&cfg.SeriesLimits.MaxNewSeriesPerMinute, "max-new-series-per-minute", 0, "new series created per minute, a token bucket (0: no limit)")
-	fs.IntVar(&cfg.SeriesLimits.MaxNewSeriesPerRequest, "max-new-series-per-request", 100_000, "new series one request may create (0: no limit)")
+	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", cfg.RetentionInterval, "how often data past -retention is dropped")
+	fs.DurationVar(&cfg.SealGrace, "seal-grace", cfg.SealGrace, "how long after its hour an open chunk waits for late points")
+	fs.DurationVar(&cfg.LateGrace, "late-grace", cfg.LateGrace, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written")
+	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", cfg.LateMaxPoints, "points all late chunks may hold; past it they are written early")
+	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", cfg.StoreCacheBytes, "block cache of the embedded store")
+	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", cfg.UIDCacheBytes, "UID cache, both directions")
+	fs.IntVar(&cfg.Ingest.MaxTags, "max-tags", cfg.Ingest.MaxTags, "tags per series")
+	fs.IntVar(&cfg.Ingest.MaxNameLen, "max-name-len", cfg.Ingest.MaxNameLen, "bytes of a metric name, tag key or tag value")
+	fs.IntVar(&cfg.SeriesLimits.MaxSeries, "max-series", cfg.SeriesLimits.MaxSeries, "series the store may hold; points of new series past it are refused (0: no limit)")
+	fs.IntVar(&cfg.SeriesLimits.MaxSeriesPerMetric, "max-series-per-metric", cfg.SeriesLimits.MaxSeriesPerMetric, "series one metric may have (0: no limit)")
+	fs.IntVar(&cfg.SeriesLimits.MaxNewSeriesPerMinute, "max-new-series-per-minute", cfg.SeriesLimits.MaxNewSeriesPerMinute, "new series created per minute, a token bucket (0: no limit)")
+	fs.IntVar(&cfg.SeriesLimits.MaxNewSeriesPerRequest, "max-new-series-per-request", cfg.SeriesLimits.MaxNewSeriesPerRequest, "new series one request may create (0: no limit)")
 	fs.Int64Var(&cfg.API.MaxBodyBytes, "max-body-bytes", 64<<20, "bytes of a request body as sent")
 	fs.Int64Var(&cfg.API.MaxDecodedBytes, "max-decoded-bytes", 64<<20, "bytes of a request body once decompressed")
 	fs.Int64Var(&cfg.API.MaxDecodingBytes, "max-decoding-bytes", 512<<20, "bytes all request bodies being read and decompressed may hold at once (past it: 503, or 429 for remote write, with Retry-After)")
@@ -77,7 +75,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.API.QueryTimeout, "query-timeout", 0, "time one query may take (default 2m)")
 	fs.IntVar(&cfg.Query.MaxSeries, "query-max-series", 0, "series one query may read (0: no limit)")
 	fs.IntVar(&cfg.Query.MaxPoints, "query-max-points", 0, "raw points one query may read (0: no limit)")
-	fs.IntVar(&cfg.Query.MaxOutputPoints, "query-max-output-points", query.DefaultMaxOutputPoints, "points one query may produce: downsampled buckets (fill included) or raw points, over its series before aggregation; PromQL range queries: steps × series of a selector (413/422 past it; 0: no limit)")
+	fs.IntVar(&cfg.Query.MaxOutputPoints, "query-max-output-points", cfg.Query.MaxOutputPoints, "points one query may produce: downsampled buckets (fill included) or raw points, over its series before aggregation; PromQL range queries: steps × series of a selector (413/422 past it; 0: no limit)")
 	fs.Int64Var(&cfg.API.PutStreamBytes, "put-stream-bytes", 8<<20, "an /api/put body longer than this is stored in windows of this size as it arrives")
 	fs.Int64Var(&cfg.API.PutMaxBytes, "put-max-bytes", 0, "bytes of a streamed /api/put body once decompressed (0: no limit)")
 	fs.IntVar(&cfg.API.PutMaxErrors, "put-max-errors", 10000, "point errors listed in one /api/put?details reply")
@@ -137,11 +135,6 @@ func run(args []string) error {
 		}
 	}
 	cfg.WriterID = uint16(*writer)
-	mode, err := wal.ParseSyncMode(*fsync)
-	if err != nil {
-		return fmt.Errorf("-wal-fsync: %w", err)
-	}
-	cfg.WALFsync = mode
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("-log-level=%q: %w", *logLevel, err)

@@ -92,15 +92,36 @@ type BigtableConfig struct {
 	Timeout           time.Duration // per operation; default 30 s
 }
 
-// DefaultConfig returns the defaults the flags start from.
+// DefaultConfig returns the defaults the flags start from. Each setting's
+// default is written once, in its package's DefaultOptions (series, wal,
+// uid, store/pebble, store/bigtable), DefaultLimits (ingest) or
+// DefaultSeriesLimits (series), and read from there.
 func DefaultConfig() Config {
+	so := series.DefaultOptions()
 	return Config{
-		Listen:          "127.0.0.1:4242",
-		DataDir:         "data",
-		Storage:         "pebble",
-		Layout:          rowkey.DefaultLayout(),
-		WALFsync:        wal.SyncAlways,
-		ShutdownTimeout: 30 * time.Second,
+		Listen:  "127.0.0.1:4242",
+		DataDir: "data",
+		Storage: "pebble",
+		Bigtable: BigtableConfig{
+			TablePrefix: bigtable.DefaultTablePrefix,
+			Timeout:     bigtable.DefaultTimeout,
+		},
+		IndexSyncInterval: series.DefaultIndexSyncOptions().Interval,
+		Layout:            rowkey.DefaultLayout(),
+		WALFsync:          so.WAL.Sync,
+		WALSegmentSize:    so.WAL.SegmentSize,
+		WALMaxBytes:       so.WALMaxBytes,
+		ChunkMaxPoints:    so.ChunkMaxPoints,
+		SealGrace:         so.Grace,
+		LateGrace:         so.LateGrace,
+		LateMaxPoints:     so.LateMaxPoints,
+		RetentionInterval: so.RetentionInterval,
+		StoreCacheBytes:   pebble.DefaultOptions().CacheSize,
+		UIDCacheBytes:     uid.DefaultOptions().CacheBytes,
+		SeriesLimits:      series.DefaultSeriesLimits(),
+		Ingest:            ingest.DefaultLimits(),
+		Query:             query.Limits{MaxOutputPoints: query.DefaultMaxOutputPoints},
+		ShutdownTimeout:   30 * time.Second,
 	}
 }
 
@@ -153,7 +174,7 @@ func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 			"tables", bigtable.TableName(b.TablePrefix, store.TableData)+", ...", "writer_id", cfg.WriterID,
 			"emulator", os.Getenv("BIGTABLE_EMULATOR_HOST"))
 		if cfg.IndexSyncInterval <= 0 {
-			cfg.IndexSyncInterval = time.Second
+			cfg.IndexSyncInterval = series.DefaultIndexSyncOptions().Interval
 		}
 		st = bst
 	default:

@@ -41,6 +41,20 @@ func (m SyncMode) String() string {
 	return "SyncMode(" + strconv.Itoa(int(m)) + ")"
 }
 
+// MarshalText returns String's value, so that a flag can hold a SyncMode
+// (flag.TextVar).
+func (m SyncMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText parses "always" or "interval" (ParseSyncMode).
+func (m *SyncMode) UnmarshalText(b []byte) error {
+	v, err := ParseSyncMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
 // ParseSyncMode parses "always" or "interval", the values of String.
 func ParseSyncMode(s string) (SyncMode, error) {
 	switch s {
@@ -57,6 +71,12 @@ const (
 	DefaultSegmentSize  = 128 << 20
 	DefaultSyncInterval = time.Second
 )
+
+// DefaultOptions returns the default of every setting of Options but Dir:
+// what a zero field stands for.
+func DefaultOptions() Options {
+	return Options{SegmentSize: DefaultSegmentSize, Sync: SyncAlways, SyncInterval: DefaultSyncInterval}
+}
 
 // Options configure a log. Open and Replay take the same Options.
 type Options struct {

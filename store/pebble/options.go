@@ -96,10 +96,11 @@ func (c Compression) settings() (pebbledb.DBCompressionSettings, error) {
 	return pebbledb.DBCompressionSettings{}, fmt.Errorf("store/pebble: unknown compression %d", uint8(c))
 }
 
-const (
-	defaultCacheSize    = 128 << 20
-	defaultMemTableSize = 64 << 20
-)
+// DefaultOptions returns the default of every setting of Options: what a
+// zero field stands for.
+func DefaultOptions() Options {
+	return Options{CacheSize: 128 << 20, MemTableSize: 64 << 20, Compression: CompressionFastest}
+}
 
 // pebbleOptions translates Options into Pebble's. The choices are explained
 // in docs/format/store.md ("Pebble options").
@@ -130,7 +131,7 @@ func (o Options) pebbleOptions(logger *slog.Logger) (*pebbledb.Options, error) {
 		FS:            o.FS,
 	}
 	if po.MemTableSize == 0 {
-		po.MemTableSize = defaultMemTableSize
+		po.MemTableSize = DefaultOptions().MemTableSize
 	}
 	for i := range po.Levels {
 		l := &po.Levels[i]

@@ -63,7 +63,7 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	}
 	cacheSize := opts.CacheSize
 	if cacheSize <= 0 {
-		cacheSize = defaultCacheSize
+		cacheSize = DefaultOptions().CacheSize
 	}
 	cache := pebbledb.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
