@@ -24,25 +24,7 @@ var (
 // mdStripCode blanks fenced code blocks and code spans, whose brackets are
 // not links.
 func mdStripCode(text string) string {
-	var out []string
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		if fence == "" && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")) {
-			fence = trimmed[:3]
-			out = append(out, "")
-			continue
-		}
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			out = append(out, "")
-			continue
-		}
-		out = append(out, mdCode.ReplaceAllString(line, ""))
-	}
-	return strings.Join(out, "\n")
+	return mdCode.ReplaceAllString(mdStripFences(text), "")
 }
 
 // mdAnchors are the anchors GitHub gives a Markdown file's headings:
