@@ -122,11 +122,13 @@ echo ">> $SERIES series x $STEPS points = $(( SERIES * STEPS )) points per run, 
 wanted() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 dialect_wanted() { [ -z "$DIALECTS" ] || [[ ",$DIALECTS," == *",$1,"* ]]; }
 
+# free_port: a port below the kernel's ephemeral range (so no outgoing
+# connection takes it meanwhile) on which no socket is bound.
 free_port() {
-  local p
+  local p lo; lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   for _ in $(seq 1 100); do
-    p=$(( 20000 + RANDOM % 40000 ))
-    if ! ss -Htln "sport = :$p" | grep -q .; then echo "$p"; return; fi
+    p=$(( 10000 + RANDOM % (lo > 11000 ? lo - 10000 : 1000) ))
+    if ! ss -Htan "sport = :$p" | grep -q .; then echo "$p"; return; fi
   done
   echo "compare.sh: no free port found" >&2; exit 1
 }
@@ -134,6 +136,7 @@ free_port() {
 wait_http() { # URL [seconds]
   for _ in $(seq 1 $(( ${2:-60} * 10 ))); do
     if curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; then return 0; fi
+    if [ -n "$SERVER_PID" ] && ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi # it exited
     sleep 0.1
   done
   echo "compare.sh: $1 did not answer" >&2; return 1
@@ -163,14 +166,24 @@ start_hg() { # extra hourglass flags follow
   [ -n "$addr" ] || { echo "compare.sh: hourglass did not start, see $log" >&2; exit 1; }
   HTTP_URL="http://$addr" PUT_URL="http://$addr" TELNET_ADDR=$addr TELNET_SYNC=true TELNET_CONFIRM=()
 }
-start_vm() {
+start_vm() { # three ports picked up front: another process may take one meanwhile, so try thrice
+  local try
+  for try in 1 2 3; do
+    start_vm_once "$@" && return 0
+    stop_server
+    echo "   VictoriaMetrics did not start (try $try): $(tail -n1 "$2")" >&2
+    rm -rf "$1"
+  done
+  exit 1
+}
+start_vm_once() {
   local dir=$1 log=$2 p1 p2 p3; p1=$(free_port); p2=$(free_port); p3=$(free_port)
   # -search.disableCache: every query is computed, as hourglass computes it.
   "$VM_BIN" -storageDataPath="$dir" -httpListenAddr="127.0.0.1:$p1" \
     -opentsdbHTTPListenAddr="127.0.0.1:$p2" -opentsdbListenAddr="127.0.0.1:$p3" \
     -retentionPeriod=1y -search.disableCache -loggerLevel=WARN > "$log" 2>&1 &
   SERVER_PID=$!
-  wait_http "http://127.0.0.1:$p1/health"
+  wait_http "http://127.0.0.1:$p1/health" || return 1
   HTTP_URL="http://127.0.0.1:$p1" PUT_URL="http://127.0.0.1:$p2" TELNET_ADDR="127.0.0.1:$p3" TELNET_SYNC=false
   # Its telnet answers nothing: the run ends when its counter of rows read says all arrived.
   TELNET_CONFIRM=(-confirm-url "$HTTP_URL/metrics" -confirm-series 'vm_rows_inserted_total{type="opentsdb"}')
