@@ -75,14 +75,14 @@ func (r *bitReader) reset(b []byte, end int) {
 // when fewer than that are left.
 func (r *bitReader) refill() {
 	if len(r.b) >= 8 {
-		r.buf |= binary.BigEndian.Uint64(r.b) >> r.n
+		r.buf |= binary.BigEndian.Uint64(r.b) >> (r.n & 63) // n is 0..63
 		adv := (63 - r.n) >> 3
 		r.b = r.b[adv:]
 		r.n |= 56
 		return
 	}
 	for r.n < 56 && len(r.b) > 0 {
-		r.buf |= uint64(r.b[0]) << (56 - r.n)
+		r.buf |= uint64(r.b[0]) << ((56 - r.n) & 63) // n < 56
 		r.b = r.b[1:]
 		r.n += 8
 	}

@@ -584,7 +584,7 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 			if r.n == 0 {
 				return false
 			}
-			kinds |= r.buf >> 63 << i
+			kinds |= r.buf >> 63 << (uint(i) & 63)
 			r.buf <<= 1
 			r.n--
 		}
@@ -627,11 +627,13 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 			r.buf <<= 2
 			r.n -= 2
 		}
+		// sig is 1..64 and trail 0..63; below, sig <= r.n <= 63. The
+		// masked shifts say so, and spare a check each.
 		sig := uint(64 - it.lead - it.trail)
 		var x uint64
 		if sig <= r.n {
-			x = r.buf >> (64 - sig)
-			r.buf <<= sig
+			x = r.buf >> ((64 - sig) & 63)
+			r.buf <<= sig & 63
 			r.n -= sig
 		} else {
 			var ok bool
@@ -639,7 +641,7 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 				return false
 			}
 		}
-		it.xv ^= x << it.trail
+		it.xv ^= x << (it.trail & 63)
 		dst[i] = int64(it.xv)
 	}
 	if mixed {
