@@ -40,8 +40,9 @@
 # What it runs, per system and write dialect: start the server on 127.0.0.1,
 # write -series x -steps points (timestamps ending at the script's start,
 # identical for every run) while summing the sizes of every file in the data
-# directory every 0.25 s until the server exits (the running peak: writes,
-# settling, queries and shutdown; what it holds in memory is not on disk
+# directory every 0.25 s until the server exits and once just before SIGTERM
+# (the running peak: writes, settling, queries and shutdown; what it holds
+# in memory is not on disk
 # yet, so a short run can show less than it will hold), bring it to a stated
 # state, run the query mix after the first dialect (the Prometheus
 # query_range API where the server has it; hourglass also with OpenTSDB
@@ -277,9 +278,14 @@ run_system() {
         printf '%s\t%s\t-\t%s\t-\n' "$name" "query: OpenTSDB /api/query" "$tag.query-opentsdb.json" >> "$RUNS.extra"
       fi
     fi
+    # One more sample just before SIGTERM, so that a run shorter than a few
+    # sampling periods still counts its state at the end.
+    local last; last=$(find "$dir" -type f -printf '%s\n' 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
     stop_server
     local peak; wait "$du_pid" || true; peak=$(head -n1 "$OUT/reports/$tag.disk-running.txt")
-    [[ "$peak" =~ ^[0-9]+$ ]] || peak=-
+    [[ "$peak" =~ ^[0-9]+$ ]] || peak=0
+    peak=$(( last > peak ? last : peak ))
+    echo "$last" > "$OUT/reports/$tag.disk-before-stop.txt"
     # Bytes on disk after stop: the sizes of every file in the data
     # directory (logs, WALs and tables alike), as du sampled them. Preallocated
     # space shows in the allocated figure (du -k), logged beside it; every
