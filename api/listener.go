@@ -46,25 +46,26 @@ type ConnConfig struct {
 	DebugPprof bool
 }
 
+// DefaultConnConfig is the connection limits' defaults (DefaultConfig's Conn).
+func DefaultConnConfig() ConnConfig {
+	return ConnConfig{
+		MaxConnections:    4096,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		BodyReadTimeout:   30 * time.Second,
+		BodyMinRate:       4096,
+		TelnetIdleTimeout: 5 * time.Minute,
+	}
+}
+
 func (c *ConnConfig) fill() {
-	if c.MaxConnections <= 0 {
-		c.MaxConnections = 4096
-	}
-	if c.ReadHeaderTimeout <= 0 {
-		c.ReadHeaderTimeout = 30 * time.Second
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 5 * time.Minute
-	}
-	if c.BodyReadTimeout <= 0 {
-		c.BodyReadTimeout = 30 * time.Second
-	}
-	if c.BodyMinRate <= 0 {
-		c.BodyMinRate = 4096
-	}
-	if c.TelnetIdleTimeout <= 0 {
-		c.TelnetIdleTimeout = 5 * time.Minute
-	}
+	d := DefaultConnConfig()
+	orDefault(&c.MaxConnections, d.MaxConnections)
+	orDefault(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	orDefault(&c.IdleTimeout, d.IdleTimeout)
+	orDefault(&c.BodyReadTimeout, d.BodyReadTimeout)
+	orDefault(&c.BodyMinRate, d.BodyMinRate)
+	orDefault(&c.TelnetIdleTimeout, d.TelnetIdleTimeout)
 }
 
 type connMetrics struct {

@@ -100,49 +100,60 @@ func (c *Config) openTSDB() opentsdbhttp.Config {
 	}
 }
 
+// DefaultCORSHeaders is OpenTSDB's Access-Control-Allow-Headers.
+const DefaultCORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
+
+// DefaultConfig is the configuration with every default: the one place a
+// default of the outside is written (cmd/hourglass binds its flags to it).
+func DefaultConfig() Config {
+	return Config{
+		MaxBodyBytes:      64 << 20,
+		MaxDecodedBytes:   64 << 20,
+		MaxDecodingBytes:  512 << 20,
+		TelnetMaxLine:     1024,
+		QueryTimeout:      2 * time.Minute,
+		Version:           "dev",
+		PutStreamBytes:    8 << 20,
+		PutMaxErrors:      10000,
+		LookupMaxResults:  100000,
+		SuggestMaxResults: 100000,
+		MaxAnnotations:    10000,
+		LastMaxSeries:     100000,
+		QueryLogSize:      256,
+		CORSHeaders:       DefaultCORSHeaders,
+		Prom:              promhttp.DefaultConfig(),
+		Conn:              DefaultConnConfig(),
+	}
+}
+
+// fill gives the fields left zero their DefaultConfig values.
 func (c *Config) fill() {
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 64 << 20
-	}
-	if c.MaxDecodedBytes <= 0 {
-		c.MaxDecodedBytes = 64 << 20
-	}
-	if c.MaxDecodingBytes <= 0 {
-		c.MaxDecodingBytes = 512 << 20
-	}
-	if c.TelnetMaxLine <= 0 {
-		c.TelnetMaxLine = 1024
-	}
-	if c.QueryTimeout <= 0 {
-		c.QueryTimeout = 2 * time.Minute
-	}
+	d := DefaultConfig()
+	orDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
+	orDefault(&c.MaxDecodedBytes, d.MaxDecodedBytes)
+	orDefault(&c.MaxDecodingBytes, d.MaxDecodingBytes)
+	orDefault(&c.TelnetMaxLine, d.TelnetMaxLine)
+	orDefault(&c.QueryTimeout, d.QueryTimeout)
+	orDefault(&c.PutStreamBytes, d.PutStreamBytes)
+	orDefault(&c.PutMaxErrors, d.PutMaxErrors)
+	orDefault(&c.LookupMaxResults, d.LookupMaxResults)
+	orDefault(&c.SuggestMaxResults, d.SuggestMaxResults)
+	orDefault(&c.MaxAnnotations, d.MaxAnnotations)
+	orDefault(&c.LastMaxSeries, d.LastMaxSeries)
+	orDefault(&c.QueryLogSize, d.QueryLogSize)
 	if c.Version == "" {
-		c.Version = "dev"
+		c.Version = d.Version
 	}
-	if c.PutStreamBytes <= 0 {
-		c.PutStreamBytes = 8 << 20
-	}
-	if c.PutMaxErrors <= 0 {
-		c.PutMaxErrors = 10000
-	}
-	if c.LookupMaxResults <= 0 {
-		c.LookupMaxResults = 100000
-	}
-	if c.SuggestMaxResults <= 0 {
-		c.SuggestMaxResults = 100000
-	}
-	if c.MaxAnnotations <= 0 {
-		c.MaxAnnotations = 10000
-	}
-	if c.LastMaxSeries <= 0 {
-		c.LastMaxSeries = 100000
-	}
-	if c.QueryLogSize <= 0 {
-		c.QueryLogSize = 256
+	if c.CORSHeaders == "" {
+		c.CORSHeaders = d.CORSHeaders
 	}
 	c.Conn.fill()
-	if c.CORSHeaders == "" {
-		c.CORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
+}
+
+// orDefault sets *v to d when *v is not positive.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 

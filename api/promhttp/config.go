@@ -2,7 +2,7 @@ package promhttp
 
 import "time"
 
-// PromConfig holds the limits of the Prometheus dialect. Zero values mean
+// Config holds the limits of the Prometheus dialect. Zero values mean
 // the defaults.
 type Config struct {
 	// WriteMaxDecodedBytes bounds a remote-write body once decompressed;
@@ -41,32 +41,39 @@ type Config struct {
 	MaxMetadata int
 }
 
+// DefaultConfig is the dialect's defaults: the one place they are written.
+func DefaultConfig() Config {
+	return Config{
+		WriteMaxDecodedBytes:     64 << 20,
+		WriteMaxInflightBytes:    256 << 20,
+		WriteMaxInflightRequests: 256,
+		RetryAfter:               2 * time.Second,
+		ReadMaxDecodedBytes:      4 << 20,
+		ReadMaxBytesInFrame:      1 << 20,
+		MaxSamples:               50_000_000,
+		LookbackDelta:            5 * time.Minute,
+		MaxMetadata:              100_000,
+	}
+}
+
+// fill gives the fields left zero their DefaultConfig values (MaxSeries
+// stays 0: the engine's -query-max-series).
 func (c *Config) fill() {
-	if c.WriteMaxDecodedBytes <= 0 {
-		c.WriteMaxDecodedBytes = 64 << 20
-	}
-	if c.WriteMaxInflightBytes <= 0 {
-		c.WriteMaxInflightBytes = 256 << 20
-	}
-	if c.WriteMaxInflightRequests <= 0 {
-		c.WriteMaxInflightRequests = 256
-	}
-	if c.RetryAfter <= 0 {
-		c.RetryAfter = 2 * time.Second
-	}
-	if c.ReadMaxDecodedBytes <= 0 {
-		c.ReadMaxDecodedBytes = 4 << 20
-	}
-	if c.ReadMaxBytesInFrame <= 0 {
-		c.ReadMaxBytesInFrame = 1 << 20
-	}
-	if c.MaxSamples <= 0 {
-		c.MaxSamples = 50_000_000
-	}
-	if c.LookbackDelta <= 0 {
-		c.LookbackDelta = 5 * time.Minute
-	}
-	if c.MaxMetadata <= 0 {
-		c.MaxMetadata = 100_000
+	d := DefaultConfig()
+	orDefault(&c.WriteMaxDecodedBytes, d.WriteMaxDecodedBytes)
+	orDefault(&c.WriteMaxInflightBytes, d.WriteMaxInflightBytes)
+	orDefault(&c.WriteMaxInflightRequests, d.WriteMaxInflightRequests)
+	orDefault(&c.RetryAfter, d.RetryAfter)
+	orDefault(&c.ReadMaxDecodedBytes, d.ReadMaxDecodedBytes)
+	orDefault(&c.ReadMaxBytesInFrame, d.ReadMaxBytesInFrame)
+	orDefault(&c.MaxSamples, d.MaxSamples)
+	orDefault(&c.LookbackDelta, d.LookbackDelta)
+	orDefault(&c.MaxMetadata, d.MaxMetadata)
+}
+
+// orDefault sets *v to d when *v is not positive.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }

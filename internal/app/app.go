@@ -122,6 +122,7 @@ func DefaultConfig() Config {
 		Ingest:            ingest.DefaultLimits(),
 		Query:             query.Limits{MaxOutputPoints: query.DefaultMaxOutputPoints},
 		ShutdownTimeout:   30 * time.Second,
+		API:               api.DefaultConfig(),
 	}
 }
 
