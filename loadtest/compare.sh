@@ -42,8 +42,8 @@
 # identical for every run) while summing the sizes of every file in the data
 # directory every 0.25 s until the server exits and once just before SIGTERM
 # (the running peak: writes, settling, queries and shutdown; what it holds
-# in memory is not on disk
-# yet, so a short run can show less than it will hold), bring it to a stated
+# in memory is not on disk yet, so a short run can show less than it will
+# hold), bring it to a stated
 # state, run the query mix after the first dialect (the Prometheus
 # query_range API where the server has it; hourglass also with OpenTSDB
 # /api/query), stop the server with SIGTERM, and measure the whole data
