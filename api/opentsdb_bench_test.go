@@ -44,7 +44,7 @@ func newTSDBBenchServer(b *testing.B) *Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

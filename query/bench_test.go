@@ -77,7 +77,7 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	layout, err := rowkey.Record(ctx, st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(ctx, st, rowkey.DefaultLayout())
 	if err != nil {
 		return nil, err
 	}

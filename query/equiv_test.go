@@ -57,7 +57,7 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := rowkey.Record(ctx, st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(ctx, st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

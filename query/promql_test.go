@@ -40,7 +40,7 @@ func openPromEnv(t *testing.T, limits query.Limits) *promEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

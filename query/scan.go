@@ -277,7 +277,9 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 				}
 			}
 		} else {
-			ranges = append(ranges, l.MetricRange(salt, []byte(m), h0, h1))
+			var kr store.KeyRange
+			kr.Start, kr.End = l.MetricRange(salt, []byte(m), h0, h1)
+			ranges = append(ranges, kr)
 		}
 	}
 	sort.Slice(ranges, func(a, b int) bool { return string(ranges[a].Start) < string(ranges[b].Start) })

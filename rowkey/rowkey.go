@@ -18,8 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"hourglass/store"
 )
 
 // HourMs is the span of one row, in milliseconds.
@@ -128,20 +126,34 @@ func (l Layout) RowTSUIDEqual(row, tsuid []byte) bool {
 		string(row[p:]) == string(tsuid[l.MetricWidth:])
 }
 
-// MetricRange returns the key range of every row of the metric in one salt
-// bucket whose base hour lies in [startHourMs, endHourMs].
-func (l Layout) MetricRange(salt byte, metric []byte, startHourMs, endHourMs int64) store.KeyRange {
-	start := make([]byte, 0, l.prefixLen())
+// MetricRange returns the key range [start, end) of every row of the metric
+// in one salt bucket whose base hour lies in [startHourMs, endHourMs]; end
+// is nil when the range runs to the end of the table.
+func (l Layout) MetricRange(salt byte, metric []byte, startHourMs, endHourMs int64) (start, end []byte) {
+	start = make([]byte, 0, l.prefixLen())
 	start = append(start, salt)
 	start = append(start, metric...)
-	end := append([]byte(nil), start...)
+	end = append([]byte(nil), start...)
 	start = binary.BigEndian.AppendUint32(start, uint32(startHourMs/1000))
 	endSec := uint64(endHourMs/1000) + 1
 	if endSec > 0xffffffff {
-		return store.KeyRange{Start: start, End: store.PrefixEnd(end)}
+		return start, prefixEnd(end)
 	}
 	end = binary.BigEndian.AppendUint32(end, uint32(endSec))
-	return store.KeyRange{Start: start, End: end}
+	return start, end
+}
+
+// prefixEnd returns the first key after every key that starts with prefix,
+// nil if there is none (as store.PrefixEnd; rowkey imports no store).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 // AppendQualifier appends a data cell qualifier.

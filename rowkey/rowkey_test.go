@@ -111,9 +111,9 @@ func TestMetricRangeCoversHours(t *testing.T) {
 	l := DefaultLayout()
 	metric := AppendUID(nil, 9, 3)
 	h0 := int64(100) * HourMs
-	r := l.MetricRange(3, metric, h0, h0+2*HourMs)
+	start, end := l.MetricRange(3, metric, h0, h0+2*HourMs)
 	in := func(row []byte) bool {
-		return bytes.Compare(row, r.Start) >= 0 && (r.End == nil || bytes.Compare(row, r.End) < 0)
+		return bytes.Compare(row, start) >= 0 && (end == nil || bytes.Compare(row, end) < 0)
 	}
 	id := tsuid(l, 9, 0xffffff, 0xffffffff)
 	for _, c := range []struct {
@@ -126,6 +126,28 @@ func TestMetricRangeCoversHours(t *testing.T) {
 		if got := in(row); got != c.want {
 			t.Errorf("hour %d in range = %v, want %v", c.hour/HourMs, got, c.want)
 		}
+	}
+}
+
+// TestMetricRangeToTheEnd: a range whose end hour is past what a row key
+// holds runs to the first key after the metric's prefix, as
+// store.PrefixEnd would give.
+func TestMetricRangeToTheEnd(t *testing.T) {
+	l := DefaultLayout()
+	for _, c := range []struct {
+		metric []byte
+		want   []byte
+	}{
+		{[]byte{0, 0, 9}, []byte{3, 0, 0, 10}},
+		{[]byte{0, 0xff, 0xff}, []byte{3, 1}},
+	} {
+		_, end := l.MetricRange(3, c.metric, 0, int64(1<<33)*1000)
+		if !bytes.Equal(end, c.want) {
+			t.Errorf("metric %x: end %x, want %x", c.metric, end, c.want)
+		}
+	}
+	if _, end := l.MetricRange(0xff, []byte{0xff, 0xff, 0xff}, 0, int64(1<<33)*1000); end != nil {
+		t.Errorf("all 0xff: end %x, want nil (the end of the table)", end)
 	}
 }
 

@@ -289,7 +289,9 @@ func (d *Deleter) deleteFromStore(ctx context.Context, tsuids [][]byte, start, e
 				}
 			} else {
 				for salt := range salts {
-					ranges = append(ranges, l.MetricRange(salt, []byte(metric), ws, we))
+					var kr store.KeyRange
+					kr.Start, kr.End = l.MetricRange(salt, []byte(metric), ws, we)
+					ranges = append(ranges, kr)
 				}
 			}
 			sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })

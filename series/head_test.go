@@ -42,7 +42,7 @@ func openEnv(t *testing.T, dir string, mod func(*series.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type syncNode struct {
 
 func openSyncNode(t *testing.T, st store.Store, writer uint16, dir string) *syncNode {
 	t.Helper()
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func (f *failingStore) Increment(ctx context.Context, t store.Table, row, q []by
 func TestAppendDuringOutage(t *testing.T) {
 	dir := t.TempDir()
 	st := &failingStore{Store: openPebble(t, dir)}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func (c *countingStore) Scan(ctx context.Context, t store.Table, ranges []store.
 func TestFlushReadsRowsAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	st := &countingStore{Store: openPebble(t, dir)}
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func TestOpsMetrics(t *testing.T) {
 	dir := t.TempDir()
 	st := openPebble(t, filepath.Join(dir, "store"))
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

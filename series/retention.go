@@ -114,7 +114,8 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	for _, m := range metrics {
 		for salt := range old[m] {
 			// MetricRange's hours are inclusive: up to the hour before the cutoff.
-			kr := r.layout.MetricRange(salt, []byte(m), 0, cutoff-rowkey.HourMs)
+			var kr store.KeyRange
+			kr.Start, kr.End = r.layout.MetricRange(salt, []byte(m), 0, cutoff-rowkey.HourMs)
 			if err := r.st.DeleteRange(ctx, store.TableData, kr); err != nil {
 				return rep, fmt.Errorf("series: retention: deleting old rows: %w", err)
 			}

@@ -198,7 +198,7 @@ func TestSnapshotUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	layout, err := rowkey.Record(context.Background(), st, rowkey.DefaultLayout())
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 }
 
 func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, ready func(net.Addr)) error {
-	layout, err := rowkey.Record(ctx, st, cfg.Layout)
+	layout, err := series.RecordLayout(ctx, st, cfg.Layout)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,11 @@
-package rowkey
+package series
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"hourglass/rowkey"
 	"hourglass/store"
 )
 
@@ -13,31 +14,32 @@ var (
 	layoutQualifier = []byte("v1")
 )
 
-// Record stores want as the layout of the data set in st if the data set has
-// none, and returns the layout in force. A data set created with another
+// RecordLayout stores want as the layout of the data set in st if the data
+// set has none, and returns the layout in force (internal/app calls it at
+// start; rowkey, a codec, knows nothing of the store). A data set created with another
 // layout is refused with an error that names both values, because keys
 // written under one layout cannot be read under another.
-func Record(ctx context.Context, st store.Store, want Layout) (Layout, error) {
+func RecordLayout(ctx context.Context, st store.Store, want rowkey.Layout) (rowkey.Layout, error) {
 	if err := want.Validate(); err != nil {
-		return Layout{}, err
+		return rowkey.Layout{}, err
 	}
 	b, err := json.Marshal(want)
 	if err != nil {
-		return Layout{}, err
+		return rowkey.Layout{}, err
 	}
 	written, existing, err := st.PutIfAbsent(ctx, store.TableMeta, layoutRow, layoutQualifier, b)
 	if err != nil {
-		return Layout{}, fmt.Errorf("rowkey: recording the layout: %w", err)
+		return rowkey.Layout{}, fmt.Errorf("series: recording the layout: %w", err)
 	}
 	if written {
 		return want, nil
 	}
-	var have Layout
+	var have rowkey.Layout
 	if err := json.Unmarshal(existing, &have); err != nil {
-		return Layout{}, fmt.Errorf("rowkey: the recorded layout %q is unreadable: %w", existing, err)
+		return rowkey.Layout{}, fmt.Errorf("series: the recorded layout %q is unreadable: %w", existing, err)
 	}
 	if err := have.Validate(); err != nil {
-		return Layout{}, fmt.Errorf("rowkey: the recorded layout is invalid: %w", err)
+		return rowkey.Layout{}, fmt.Errorf("series: the recorded layout is invalid: %w", err)
 	}
 	for _, f := range []struct {
 		name       string
@@ -49,7 +51,7 @@ func Record(ctx context.Context, st store.Store, want Layout) (Layout, error) {
 		{"uid-width-tagv", have.TagVWidth, want.TagVWidth},
 	} {
 		if f.have != f.want {
-			return Layout{}, fmt.Errorf("rowkey: the data set was created with %s=%d but this start asks for %s=%d; start with %s=%d (it cannot change once data is written)",
+			return rowkey.Layout{}, fmt.Errorf("series: the data set was created with %s=%d but this start asks for %s=%d; start with %s=%d (it cannot change once data is written)",
 				f.name, f.have, f.name, f.want, f.name, f.have)
 		}
 	}
