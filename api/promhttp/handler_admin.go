@@ -35,13 +35,8 @@ func (p *Handler) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(r.Form["match[]"]) == 0 {
-		p.respondError(w, prom.ErrorBadData, "no match[] parameter provided")
-		return
-	}
-	sets, err := p.matcherSets(r)
-	if err != nil {
-		p.invalidParam(w, "match[]", err)
+	sets, ok := p.requiredMatcherSets(w, r)
+	if !ok {
 		return
 	}
 	mint, maxt := timestamp.FromTime(start), timestamp.FromTime(end)

@@ -213,6 +213,15 @@ func (p *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 		p.invalidParam(w, "time", err)
 		return
 	}
+	p.runPromQL(w, r, limit, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
+		return p.engine.NewInstantQuery(ctx, p.queryable, opts, qs, ts)
+	})
+}
+
+// runPromQL runs the query= of an instant or range query made by newQuery,
+// within the request's timeout, and answers.
+func (p *Handler) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
+	newQuery func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error)) {
 	ctx, cancel, err := p.queryContext(r)
 	if err != nil {
 		p.invalidParam(w, "timeout", err)
@@ -225,7 +234,7 @@ func (p *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	qs := r.FormValue("query")
-	qry, err := p.engine.NewInstantQuery(ctx, p.queryable, opts, qs, ts)
+	qry, err := newQuery(ctx, opts, qs)
 	if err != nil {
 		p.invalidParam(w, "query", err)
 		return
@@ -268,25 +277,9 @@ func (p *Handler) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 		p.respondError(w, prom.ErrorBadData, "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)")
 		return
 	}
-	ctx, cancel, err := p.queryContext(r)
-	if err != nil {
-		p.invalidParam(w, "timeout", err)
-		return
-	}
-	defer cancel()
-	opts, err := p.queryOpts(r)
-	if err != nil {
-		p.respondError(w, prom.ErrorBadData, err.Error())
-		return
-	}
-	qs := r.FormValue("query")
-	qry, err := p.engine.NewRangeQuery(ctx, p.queryable, opts, qs, start, end, step)
-	if err != nil {
-		p.invalidParam(w, "query", err)
-		return
-	}
-	defer qry.Close()
-	p.runQuery(ctx, w, qry, qs, limit)
+	p.runPromQL(w, r, limit, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
+		return p.engine.NewRangeQuery(ctx, p.queryable, opts, qs, start, end, step)
+	})
 }
 
 func (p *Handler) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
@@ -347,6 +340,21 @@ outer:
 		return nil, errors.New("match[] must contain at least one non-empty matcher")
 	}
 	return sets, nil
+}
+
+// requiredMatcherSets is matcherSets for the endpoints that need match[]
+// (series, delete_series); it answers the errors itself.
+func (p *Handler) requiredMatcherSets(w http.ResponseWriter, r *http.Request) ([][]*labels.Matcher, bool) {
+	if len(r.Form["match[]"]) == 0 {
+		p.respondError(w, prom.ErrorBadData, "no match[] parameter provided")
+		return nil, false
+	}
+	sets, err := p.matcherSets(r)
+	if err != nil {
+		p.invalidParam(w, "match[]", err)
+		return nil, false
+	}
+	return sets, true
 }
 
 // rangeParams parses limit, start and end of the metadata endpoints.
@@ -456,13 +464,8 @@ func (p *Handler) handleSeries(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(r.Form["match[]"]) == 0 {
-		p.respondError(w, prom.ErrorBadData, "no match[] parameter provided")
-		return
-	}
-	sets, err := p.matcherSets(r)
-	if err != nil {
-		p.invalidParam(w, "match[]", err)
+	sets, ok := p.requiredMatcherSets(w, r)
+	if !ok {
 		return
 	}
 	q, err := p.queryable.Querier(timestamp.FromTime(start), timestamp.FromTime(end))
