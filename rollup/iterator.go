@@ -1,0 +1,233 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"math"
+
+	"hourglass/chunk"
+)
+
+// Iterator reads the buckets of one cell in place. It allocates nothing:
+// At returns a pointer to a Bucket the iterator owns, valid until the next
+// Next or Reset. Corrupt or truncated input ends the iteration with a
+// *CorruptionError (errors.Is(err, ErrCorrupt)); it never panics. Not safe
+// for concurrent use.
+type Iterator struct {
+	b        []byte
+	off      int
+	base     int64
+	interval int64
+	left     uint64 // buckets not yet read
+	next     int64  // the start of the next bucket with gap 0
+	prevLast chunk.Value
+	cur      Bucket
+	err      error
+}
+
+// Reset makes it read cell, whose base time is baseMs. It reads the header
+// at once: Interval is valid after Reset when Err is nil.
+func (it *Iterator) Reset(cell []byte, baseMs int64) {
+	*it = Iterator{b: cell, base: baseMs, next: baseMs}
+	if baseMs > maxBase || baseMs < -maxBase {
+		it.fail(0, "base time out of range")
+		return
+	}
+	if len(cell) == 0 || cell[0] != Version {
+		it.fail(0, "unknown version")
+		return
+	}
+	it.off = 1
+	iv, ok := it.uvarint()
+	if !ok || iv == 0 || iv > math.MaxInt64/2 {
+		it.fail(1, "bad interval")
+		return
+	}
+	it.interval = int64(iv)
+	n, ok := it.uvarint()
+	if !ok || n > uint64(len(cell)) { // every bucket takes at least 3 bytes
+		it.fail(it.off, "bad bucket count")
+		return
+	}
+	it.left = n
+}
+
+// Interval returns the cell's interval in ms.
+func (it *Iterator) Interval() int64 { return it.interval }
+
+// Err returns the error that ended the iteration, if any.
+func (it *Iterator) Err() error { return it.err }
+
+// At returns the current bucket. It is valid after Next returned true.
+func (it *Iterator) At() *Bucket { return &it.cur }
+
+func (it *Iterator) fail(off int, reason string) bool {
+	if it.err == nil {
+		it.err = &CorruptionError{Offset: off, Reason: reason}
+	}
+	it.left = 0
+	return false
+}
+
+func (it *Iterator) uvarint() (uint64, bool) {
+	x, n := binary.Uvarint(it.b[it.off:])
+	if n <= 0 {
+		return 0, false
+	}
+	it.off += n
+	return x, true
+}
+
+// count reads a uvarint that must fit an int64 count or offset below max.
+func (it *Iterator) count(max uint64) (int64, bool) {
+	x, ok := it.uvarint()
+	return int64(x), ok && x <= max
+}
+
+// Next reads the next bucket and reports whether there was one.
+func (it *Iterator) Next() bool {
+	if it.left == 0 {
+		if it.err == nil && it.off != len(it.b) {
+			return it.fail(it.off, "bytes after the last bucket")
+		}
+		return false
+	}
+	it.left--
+	start := it.off
+	gap, ok := it.uvarint()
+	if !ok || gap > uint64(math.MaxInt64/2-it.next)/uint64(it.interval) {
+		return it.fail(start, "bad bucket gap")
+	}
+	c := &it.cur
+	*c = Bucket{Start: it.next + int64(gap)*it.interval}
+	it.next = c.Start + it.interval
+	if it.off >= len(it.b) {
+		return it.fail(it.off, "truncated bucket")
+	}
+	flags := it.b[it.off]
+	it.off++
+	if flags&flagUnknown != 0 {
+		return it.fail(it.off-1, "unknown flags")
+	}
+	c.SumOverflow, c.StaleEnd = flags&flagSumOverflow != 0, flags&flagStaleEnd != 0
+	if c.Count, ok = it.count(math.MaxInt64); !ok {
+		return it.fail(it.off, "bad count")
+	}
+	if flags&flagNaN != 0 {
+		if c.NaN, ok = it.count(uint64(c.Count)); !ok || c.NaN == 0 {
+			return it.fail(it.off, "bad nan count")
+		}
+	}
+	hasValues := flags&flagValues != 0
+	if hasValues != (c.Count > c.NaN) || (c.Count == 0 && !c.StaleEnd) {
+		return it.fail(start, "counts disagree with the flags")
+	}
+	if !hasValues {
+		if flags&(flagResets|flagSumOverflow) != 0 {
+			return it.fail(start, "counter or sum flags without values")
+		}
+		return true
+	}
+	return it.values(c, flags)
+}
+
+// values reads the value part of a bucket.
+func (it *Iterator) values(c *Bucket, flags byte) bool {
+	off := it.off
+	first, ok1 := it.count(uint64(it.interval - 1))
+	span, ok2 := it.count(uint64(it.interval - 1 - first))
+	if !ok1 || !ok2 {
+		return it.fail(off, "first or last timestamp outside the bucket")
+	}
+	c.FirstT, c.LastT = c.Start+first, c.Start+first+span
+	ok := true
+	c.First, ok = it.value(it.prevLast, ok)
+	c.Last, ok = it.value(c.First, ok)
+	c.Min, ok = it.value(c.First, ok)
+	c.Max, ok = it.value(c.First, ok)
+	c.Sum, ok = it.value(chunk.Value{}, ok)
+	if !ok {
+		return false
+	}
+	if c.SumOverflow && c.Sum.IsInt() {
+		return it.fail(it.off, "an overflowed sum that is an int")
+	}
+	if c.Changes, ok = it.count(uint64(c.N() - 1)); !ok {
+		return it.fail(it.off, "bad changes")
+	}
+	if flags&flagResets != 0 {
+		if c.Resets, ok = it.count(uint64(c.Changes)); !ok {
+			return it.fail(it.off, "bad resets")
+		}
+		var corr chunk.Value
+		if corr, ok = it.value(chunk.Value{}, true); !ok {
+			return false
+		}
+		if corr.IsInt() {
+			return it.fail(it.off, "an int correction")
+		}
+		c.Correction = corr.Float()
+	}
+	it.prevLast = c.Last
+	return true
+}
+
+// value reads one value written by appendValue against ref; ok false
+// (already or now) means the iteration failed.
+func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
+	if !ok {
+		return chunk.Value{}, false
+	}
+	if it.off >= len(it.b) {
+		return chunk.Value{}, it.fail(it.off, "truncated value")
+	}
+	h := it.b[it.off]
+	it.off++
+	delta := h&headerDelta != 0
+	switch h & 3 {
+	case kindInt:
+		if h>>3 != 0 || (delta && !ref.IsInt()) {
+			return chunk.Value{}, it.fail(it.off-1, "bad int header")
+		}
+		x, n := binary.Varint(it.b[it.off:])
+		if n <= 0 {
+			return chunk.Value{}, it.fail(it.off, "bad int")
+		}
+		it.off += n
+		if delta {
+			x += ref.Int()
+		}
+		return chunk.Int(x), true
+	case kindDecimal:
+		return it.decimalValue(h, ref)
+	case kindFloat:
+		if h != kindFloat || len(it.b)-it.off < 8 {
+			return chunk.Value{}, it.fail(it.off-1, "bad float")
+		}
+		it.off += 8
+		return chunk.FloatBits(binary.BigEndian.Uint64(it.b[it.off-8:])), true
+	}
+	return chunk.Value{}, it.fail(it.off-1, "unknown value kind")
+}
+
+func (it *Iterator) decimalValue(h byte, ref chunk.Value) (chunk.Value, bool) {
+	k := int(h >> 3)
+	if k > maxScale {
+		return chunk.Value{}, it.fail(it.off-1, "decimal scale too large")
+	}
+	m, n := binary.Varint(it.b[it.off:])
+	if n <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad decimal")
+	}
+	it.off += n
+	if h&headerDelta != 0 {
+		rk, rm, ok := decimal(ref.Float())
+		if ref.IsInt() || !ok || rk != k {
+			return chunk.Value{}, it.fail(it.off-n-1, "decimal delta without a decimal reference")
+		}
+		m += rm
+	}
+	if m >= 1<<53 || m <= -(1<<53) {
+		return chunk.Value{}, it.fail(it.off-n, "decimal mantissa too large")
+	}
+	return chunk.Float(float64(m) / pow10[k]), true
+}
