@@ -56,10 +56,15 @@ func BenchmarkCompute(b *testing.B) {
 			b.Run(kind.String()+"/"+iv.name, func(b *testing.B) {
 				dst := make([]Bucket, 0, 256)
 				b.ReportAllocs()
+				cpu0, cpuOK := processCPU()
 				for b.Loop() {
 					dst, _ = Compute(dst[:0], pts, iv.ms)
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(pts)), "ns/point")
+				per := float64(b.N) * float64(len(pts))
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/point")
+				if cpu1, ok := processCPU(); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/per, "cpu-ns/point")
+				}
 			})
 		}
 	}

@@ -20,7 +20,8 @@ const (
 	flagNaN
 	flagResets
 	flagValues
-	flagUnknown = ^byte(flagSumOverflow | flagStaleEnd | flagNaN | flagResets | flagValues)
+	flagUniform // last, min and max share first's kind (and scale): no headers
+	flagUnknown = ^byte(flagSumOverflow | flagStaleEnd | flagNaN | flagResets | flagValues | flagUniform)
 )
 
 // Value header kinds (low two bits of a value's header byte).
@@ -28,7 +29,9 @@ const (
 	kindInt     = 0
 	kindDecimal = 1
 	kindFloat   = 2
+	kindNear    = 3 // a decimal plus a difference in the float's bits
 	headerDelta = 1 << 2
+	maxNearK    = 6 // the scales tried for kindNear
 	maxScale    = 15
 	// maxBase bounds a cell's base time (ms), far beyond any real date, so
 	// bucket starts computed from it never overflow.
@@ -76,7 +79,7 @@ func AppendCell(dst []byte, baseMs, intervalMs int64, bs []Bucket) ([]byte, erro
 		}
 		dst = binary.AppendUvarint(dst, uint64((b.Start-next)/intervalMs))
 		next = b.Start + intervalMs
-		dst = appendBucket(dst, b, &prevLast)
+		dst = appendBucket(dst, b, intervalMs, &prevLast)
 	}
 	return dst, nil
 }
@@ -102,7 +105,32 @@ func checkBucket(b *Bucket, next, interval int64) error {
 	return nil
 }
 
-func appendBucket(dst []byte, b *Bucket, prevLast *chunk.Value) []byte {
+// header returns the kind and scale bits a value's header would have:
+// kindInt, kindDecimal|k<<3, or kindFloat for anything else.
+func header(v chunk.Value) byte {
+	if v.IsInt() {
+		return kindInt
+	}
+	if k, _, ok := decimal(v.Float()); ok {
+		return byte(kindDecimal | k<<3)
+	}
+	return kindFloat
+}
+
+// mantissa returns the header of an int or decimal value and its integer:
+// the int itself or the decimal's m.
+func mantissa(v chunk.Value) (byte, int64) {
+	if v.IsInt() {
+		return kindInt, v.Int()
+	}
+	k, m, ok := decimal(v.Float())
+	if !ok {
+		return kindFloat, 0
+	}
+	return byte(kindDecimal | k<<3), m
+}
+
+func appendBucket(dst []byte, b *Bucket, interval int64, prevLast *chunk.Value) []byte {
 	var flags byte
 	if b.SumOverflow {
 		flags |= flagSumOverflow
@@ -116,8 +144,13 @@ func appendBucket(dst []byte, b *Bucket, prevLast *chunk.Value) []byte {
 	if b.Resets > 0 || b.Correction != 0 || math.Signbit(b.Correction) {
 		flags |= flagResets
 	}
+	var firstH byte
 	if b.N() > 0 {
 		flags |= flagValues
+		firstH = header(b.First)
+		if firstH != kindFloat && header(b.Last) == firstH && header(b.Min) == firstH && header(b.Max) == firstH {
+			flags |= flagUniform
+		}
 	}
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(b.Count))
@@ -128,12 +161,20 @@ func appendBucket(dst []byte, b *Bucket, prevLast *chunk.Value) []byte {
 		return dst
 	}
 	dst = binary.AppendUvarint(dst, uint64(b.FirstT-b.Start))
-	dst = binary.AppendUvarint(dst, uint64(b.LastT-b.FirstT))
+	dst = binary.AppendUvarint(dst, uint64(b.Start+interval-1-b.LastT))
 	dst = appendValue(dst, b.First, *prevLast, true)
-	dst = appendValue(dst, b.Last, b.First, true)
-	dst = appendValue(dst, b.Min, b.First, true)
-	dst = appendValue(dst, b.Max, b.First, true)
-	dst = appendValue(dst, b.Sum, b.First, false)
+	if flags&flagUniform != 0 {
+		_, fm := mantissa(b.First)
+		for _, v := range [3]chunk.Value{b.Last, b.Min, b.Max} {
+			_, m := mantissa(v)
+			dst = binary.AppendVarint(dst, m-fm)
+		}
+	} else {
+		dst = appendValue(dst, b.Last, b.First, true)
+		dst = appendValue(dst, b.Min, b.First, true)
+		dst = appendValue(dst, b.Max, b.First, true)
+	}
+	dst = appendSum(dst, b.Sum, b.First, b.N())
 	dst = binary.AppendUvarint(dst, uint64(b.Changes))
 	if flags&flagResets != 0 {
 		dst = binary.AppendUvarint(dst, uint64(b.Resets))
@@ -184,5 +225,61 @@ func appendValue(dst []byte, v, ref chunk.Value, delta bool) []byte {
 		}
 		return binary.AppendVarint(append(dst, h), m)
 	}
-	return binary.BigEndian.AppendUint64(append(dst, kindFloat), v.Bits())
+	return appendNear(dst, v.Float())
+}
+
+// appendSum writes the sum, as its difference from n·first (in the
+// mantissas, with wrapping arithmetic) where first and the sum are ints, or
+// decimals (exact or near) of first's scale; a constant's sum costs one
+// byte beyond its header.
+func appendSum(dst []byte, sum, first chunk.Value, n int64) []byte {
+	fh, fm := mantissa(first)
+	if first.IsInt() && sum.IsInt() {
+		return binary.AppendVarint(append(dst, kindInt|headerDelta), sum.Int()-n*fm)
+	}
+	if first.IsInt() || sum.IsInt() || fh&3 != kindDecimal {
+		return appendValue(dst, sum, chunk.Value{}, false)
+	}
+	if sh, sm := mantissa(sum); header(sum) == fh {
+		return binary.AppendVarint(append(dst, sh|headerDelta), sm-n*fm)
+	}
+	k := int(fh >> 3)
+	f := sum.Float()
+	x := math.Round(f * pow10[k])
+	if k > maxNearK || math.IsInf(f, 0) || f != f || math.Abs(x) >= 1<<53 {
+		return appendValue(dst, sum, chunk.Value{}, false)
+	}
+	m := int64(x)
+	d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
+	dst = binary.AppendVarint(append(dst, byte(kindNear|k<<3|headerDelta)), m-n*fm)
+	return binary.AppendVarint(dst, d)
+}
+
+// appendNear writes a float that is no short decimal: as the decimal
+// m/10^k nearest to it plus the difference of the bits (a float sum of
+// decimals lies a few ulps from one), when that is shorter than the 8
+// bytes of the bits; otherwise as the bits.
+func appendNear(dst []byte, f float64) []byte {
+	var buf [2 * binary.MaxVarintLen64]byte
+	best, bestK := 8, -1
+	var bestBuf [2 * binary.MaxVarintLen64]byte
+	if !math.IsInf(f, 0) && f == f {
+		for k := 0; k <= maxNearK; k++ {
+			x := math.Round(f * pow10[k])
+			if math.Abs(x) >= 1<<53 {
+				break
+			}
+			m := int64(x)
+			d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
+			n := binary.PutVarint(buf[:], m)
+			n += binary.PutVarint(buf[n:], d)
+			if n < best {
+				best, bestK, bestBuf = n, k, buf
+			}
+		}
+	}
+	if bestK < 0 {
+		return binary.BigEndian.AppendUint64(append(dst, kindFloat), math.Float64bits(f))
+	}
+	return append(append(dst, byte(kindNear|bestK<<3)), bestBuf[:best]...)
 }

@@ -134,17 +134,21 @@ func (it *Iterator) Next() bool {
 func (it *Iterator) values(c *Bucket, flags byte) bool {
 	off := it.off
 	first, ok1 := it.count(uint64(it.interval - 1))
-	span, ok2 := it.count(uint64(it.interval - 1 - first))
+	lastGap, ok2 := it.count(uint64(it.interval - 1 - first))
 	if !ok1 || !ok2 {
 		return it.fail(off, "first or last timestamp outside the bucket")
 	}
-	c.FirstT, c.LastT = c.Start+first, c.Start+first+span
+	c.FirstT, c.LastT = c.Start+first, c.Start+it.interval-1-lastGap
 	ok := true
 	c.First, ok = it.value(it.prevLast, ok)
-	c.Last, ok = it.value(c.First, ok)
-	c.Min, ok = it.value(c.First, ok)
-	c.Max, ok = it.value(c.First, ok)
-	c.Sum, ok = it.value(chunk.Value{}, ok)
+	if flags&flagUniform != 0 {
+		c.Last, c.Min, c.Max, ok = it.uniform(c.First, ok)
+	} else {
+		c.Last, ok = it.value(c.First, ok)
+		c.Min, ok = it.value(c.First, ok)
+		c.Max, ok = it.value(c.First, ok)
+	}
+	c.Sum, ok = it.sum(c.First, c.N(), ok)
 	if !ok {
 		return false
 	}
@@ -199,6 +203,8 @@ func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
 		return chunk.Int(x), true
 	case kindDecimal:
 		return it.decimalValue(h, ref)
+	case kindNear:
+		return it.nearValue(h)
 	case kindFloat:
 		if h != kindFloat || len(it.b)-it.off < 8 {
 			return chunk.Value{}, it.fail(it.off-1, "bad float")
@@ -206,7 +212,103 @@ func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
 		it.off += 8
 		return chunk.FloatBits(binary.BigEndian.Uint64(it.b[it.off-8:])), true
 	}
-	return chunk.Value{}, it.fail(it.off-1, "unknown value kind")
+	panic("rollup: unreachable value kind")
+}
+
+// sum reads the sum written by appendSum.
+func (it *Iterator) sum(first chunk.Value, n int64, ok bool) (chunk.Value, bool) {
+	if !ok || it.off >= len(it.b) || it.b[it.off]&headerDelta == 0 {
+		return it.value(chunk.Value{}, ok)
+	}
+	h := it.b[it.off]
+	k := int(h >> 3)
+	var fm int64
+	switch {
+	case h == kindInt|headerDelta && first.IsInt():
+		fm = first.Int()
+	case h&3 == kindDecimal || h&3 == kindNear:
+		fk, m, dok := decimal(first.Float())
+		if first.IsInt() || !dok || fk != k || k > maxNearK && h&3 == kindNear {
+			return chunk.Value{}, it.fail(it.off, "sum delta without a matching first")
+		}
+		fm = m
+	default:
+		return chunk.Value{}, it.fail(it.off, "bad sum header")
+	}
+	it.off++
+	d, w := binary.Varint(it.b[it.off:])
+	if w <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad sum")
+	}
+	it.off += w
+	m := d + n*fm
+	if h&3 == kindInt {
+		return chunk.Int(m), true
+	}
+	if m >= 1<<53 || m <= -(1<<53) {
+		return chunk.Value{}, it.fail(it.off-w, "decimal mantissa too large")
+	}
+	f := float64(m) / pow10[k]
+	if h&3 == kindDecimal {
+		return chunk.Float(f), true
+	}
+	bd, w := binary.Varint(it.b[it.off:])
+	if w <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad near-decimal difference")
+	}
+	it.off += w
+	return chunk.FloatBits(uint64(int64(math.Float64bits(f)) + bd)), true
+}
+
+// uniform reads last, min and max written as deltas of first's mantissa.
+func (it *Iterator) uniform(first chunk.Value, ok bool) (last, lo, hi chunk.Value, _ bool) {
+	if !ok {
+		return last, lo, hi, false
+	}
+	var vs [3]chunk.Value
+	k, fm, isDec := 0, first.Int(), !first.IsInt()
+	if isDec {
+		var dok bool
+		if k, fm, dok = decimal(first.Float()); !dok {
+			return last, lo, hi, it.fail(it.off, "uniform values after a float")
+		}
+	}
+	for i := range vs {
+		d, n := binary.Varint(it.b[it.off:])
+		if n <= 0 {
+			return last, lo, hi, it.fail(it.off, "bad uniform value")
+		}
+		it.off += n
+		m := fm + d
+		if !isDec {
+			vs[i] = chunk.Int(m)
+			continue
+		}
+		if m >= 1<<53 || m <= -(1<<53) {
+			return last, lo, hi, it.fail(it.off-n, "decimal mantissa too large")
+		}
+		vs[i] = chunk.Float(float64(m) / pow10[k])
+	}
+	return vs[0], vs[1], vs[2], true
+}
+
+// nearValue reads a kindNear value: m, then the difference of the bits.
+func (it *Iterator) nearValue(h byte) (chunk.Value, bool) {
+	k := int(h >> 3)
+	if k > maxNearK || h&headerDelta != 0 {
+		return chunk.Value{}, it.fail(it.off-1, "bad near-decimal header")
+	}
+	m, n := binary.Varint(it.b[it.off:])
+	if n <= 0 || m >= 1<<53 || m <= -(1<<53) {
+		return chunk.Value{}, it.fail(it.off, "bad near-decimal mantissa")
+	}
+	it.off += n
+	d, n := binary.Varint(it.b[it.off:])
+	if n <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad near-decimal difference")
+	}
+	it.off += n
+	return chunk.FloatBits(uint64(int64(math.Float64bits(float64(m)/pow10[k])) + d)), true
 }
 
 func (it *Iterator) decimalValue(h byte, ref chunk.Value) (chunk.Value, bool) {

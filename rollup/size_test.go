@@ -21,6 +21,7 @@ const (
 
 // sizes encodes a day of load-generator data as raw chunks (one cell per
 // series-hour, the fewest the flusher writes) and as rollup cells laid out
+// (a cell per hour below 1h intervals, per day from 1h)
 // as docs/format/rollup.md proposes, and returns the bytes of each: cell
 // values only, and values plus row key and qualifier (before Pebble's
 // prefix sharing and compression).
@@ -41,12 +42,21 @@ func sizes(t testing.TB, kinds []loadtest.Kind, series [][]chunk.Point, kind loa
 			}
 			rawV += len(c)
 			rawKV += len(c) + rawKeyLen + rawQualLen
-			// A cell holds an hour's buckets (interval < 1h) or one bucket.
+			lo = hi
+		}
+		// A cell holds an hour's buckets (interval < 1h) or a day's.
+		span := max(rowkey.HourMs, min(iv*24, dayMs))
+		for lo := 0; lo < len(pts); {
+			base := BucketStart(pts[lo].T, span)
+			hi := lo
+			for hi < len(pts) && pts[hi].T < base+span {
+				hi++
+			}
 			bs, err := Compute(nil, pts[lo:hi], iv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cell, err := AppendCell(nil, max(hour, bs[0].Start), iv, bs)
+			cell, err := AppendCell(nil, base, iv, bs)
 			if err != nil {
 				t.Fatal(err)
 			}
