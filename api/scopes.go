@@ -138,7 +138,7 @@ func (s *Server) mayDelete(r *http.Request) bool {
 	return s.auth == nil || auth.Has(r.Context(), auth.Admin)
 }
 
-// promPaths are the routes of the Prometheus dialect (prom_routes.go).
+// promPaths are the routes of the Prometheus dialect (api/promhttp/handler_routes.go).
 var promPaths = map[string]bool{
 	"/api/v1/query_range": true, "/api/v1/labels": true, "/api/v1/label/{name}/values": true,
 	"/api/v1/series": true, "/api/v1/metadata": true, "/api/v1/status/buildinfo": true,

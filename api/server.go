@@ -1,7 +1,11 @@
-// Package api is hourglass's outside: the HTTP routes of the OpenTSDB and
-// Prometheus dialects, the telnet-style line protocol on the same port,
-// /metrics and /healthz. Handlers are thin: the dialects' parsers live in
-// api/opentsdb (and their Prometheus counterparts), the work in ingest/ and query/.
+// Package api is hourglass's server: one listener that splits the
+// telnet-style line protocol from HTTP, request bodies within their limits
+// and a decoding budget, authentication, reject logging, /healthz, /metrics,
+// /api/status and the routing. It mounts the dialects' handlers
+// (api/opentsdbhttp, api/promhttp), which parse with the pure codecs
+// (api/opentsdb, api/prom) and call ingest/ and query/; the server gives
+// them what they share (dialect.Host) and knows no storage type: internal/app
+// builds its Deps.
 package api
 
 import (
