@@ -553,11 +553,19 @@ func (it *Iterator) fill() bool {
 			return it.fail(it.km.offset(), "truncated or bad kind map")
 		}
 		it.kinds = kinds
-		if kinds == 0 { // floats only: the division overlaps the integer work
+		if bits.OnesCount64(kinds) <= fewInts {
+			// Mostly floats: decode them all as floats (the division
+			// overlaps the integer work), then turn the few ints back;
+			// if one will not come back exactly, decode the batch again
+			// the long way.
+			saved := it.vs
 			if !it.vs.decode(vs, it.scale) {
 				return it.fail(it.vs.r.offset(), "truncated value stream")
 			}
-			break
+			if floatsToInts(vs, kinds, it.scale, it.iscale) {
+				break
+			}
+			it.vs = saved
 		}
 		if !it.vs.decode(vs, 0) {
 			return it.fail(it.vs.r.offset(), "truncated value stream")

@@ -214,3 +214,63 @@ func TestMixedDecimalCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestFloatsToInts: where floatsToInts turns a float back into an int, the
+// int is the mantissa's, exactly; where it cannot prove that (a mantissa
+// of 2^50 or more, one not a multiple of 10^k), it reports false.
+func TestFloatsToInts(t *testing.T) {
+	r := rng(17)
+	for k := 0; k <= maxScale; k++ {
+		scale := pow10[k]
+		var ip int64
+		if k < len(ipow10) {
+			ip = ipow10[k]
+		}
+		for range 2000 {
+			m := int64(r.intn(1 << 30))
+			switch r.intn(4) {
+			case 0:
+				m = int64(r.next() >> uint(1+r.intn(62)))
+			case 1:
+				if ip != 0 {
+					m = m / ip * ip
+				}
+			}
+			if r.intn(2) == 0 {
+				m = -m
+			}
+			vs := []int64{int64(math.Float64bits(float64(m) / scale))}
+			ok := floatsToInts(vs, 1, scale, ip)
+			want := []int64{m}
+			wantOK := (&Iterator{scale: scale, iscale: ip}).mixedValues(want, 1)
+			if ok && (!wantOK || vs[0] != want[0]) {
+				t.Fatalf("k=%d m=%d: floatsToInts gave %d, mixedValues %d (ok %v)", k, m, vs[0], want[0], wantOK)
+			}
+			if !ok && wantOK && m > -1<<49 && m < 1<<49 {
+				t.Fatalf("k=%d m=%d: floatsToInts refused a small mantissa mixedValues takes", k, m)
+			}
+		}
+	}
+}
+
+// TestMixedDecimalFewLargeInts: a mixed-decimal chunk whose few ints have
+// mantissas past 2^50 decodes exactly (the batch is decoded again the long
+// way).
+func TestMixedDecimalFewLargeInts(t *testing.T) {
+	pts := make([]Point, 200)
+	for i := range pts {
+		pts[i] = Point{T: testBase + int64(i)*1000, V: Float(float64(i) / 4)}
+		if i%50 == 7 {
+			pts[i].V = Int(1<<52 + int64(i))
+		}
+	}
+	b, err := appendChunk(nil, testBase, pts, encMixedDecimal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(nil, b, testBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, got, pts)
+}
