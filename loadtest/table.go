@@ -93,19 +93,13 @@ func ReadRuns(path string) ([]Run, error) {
 // The absolute table: ingest points/s, server CPU-s per million points,
 // peak RSS (at the end of the writes, and at the end of the queries where
 // the row has them), bytes on disk per point (the peak sampled while the
-// server ran, or else while writing, and after the server stopped), the query run's language and
-// server CPU-s, and each query kind's median and p90 in milliseconds.
+// server ran, or else while writing, and after the server stopped), the
+// query run's language and server CPU-s, and each query kind's median and
+// p90 in milliseconds.
 func WriteTable(w io.Writer, runs []Run) error {
 	var b strings.Builder
-	b.WriteString("| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |")
-	for _, k := range QueryKinds {
-		fmt.Fprintf(&b, " %s p50 / p90 ms |", k)
-	}
-	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|---|---:|")
-	for range QueryKinds {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	header(&b, "| system | dialect | points/s | accepted / sent | server CPU-s per M points | peak RSS MB (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |",
+		" %s p50 / p90 ms |", "|---|---|---:|---:|---:|---:|---:|---|---:|")
 	for i := range runs {
 		r := &runs[i]
 		fmt.Fprintf(&b, "| %s | %s |", r.System, r.Dialect)
@@ -131,6 +125,21 @@ func WriteTable(w io.Writer, runs []Run) error {
 		return err
 	}
 	return WriteRatios(w, runs)
+}
+
+// header writes a table's header: the fixed columns, one per query kind
+// (kind printed into kindCol), and the alignment row, rule then one
+// right-aligned column per kind.
+func header(b *strings.Builder, cols, kindCol, rule string) {
+	b.WriteString(cols)
+	for _, k := range QueryKinds {
+		fmt.Fprintf(b, kindCol, k)
+	}
+	b.WriteString("\n" + rule)
+	for range QueryKinds {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
 }
 
 // figure names one number of a run.
@@ -304,15 +313,8 @@ func WriteRatios(w io.Writer, runs []Run) error {
 	}
 	var h strings.Builder
 	h.WriteString("\nRatios, hourglass ÷ peer (below 1: hourglass uses less, or answers sooner; points/s: above 1, hourglass is faster):\n\n")
-	h.WriteString("| hourglass ÷ peer | dialect | points/s | server CPU-s per M points | peak RSS (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |")
-	for _, k := range QueryKinds {
-		fmt.Fprintf(&h, " %s p50 / p90 |", k)
-	}
-	h.WriteString("\n|---|---|---:|---:|---:|---:|---|---:|")
-	for range QueryKinds {
-		h.WriteString("---:|")
-	}
-	h.WriteString("\n")
+	header(&h, "| hourglass ÷ peer | dialect | points/s | server CPU-s per M points | peak RSS (writes / with queries) | bytes/point on disk (peak running / after stop) | queries in | query mix server CPU-s |",
+		" %s p50 / p90 |", "|---|---|---:|---:|---:|---:|---|---:|")
 	_, err := io.WriteString(w, h.String()+b.String())
 	return err
 }

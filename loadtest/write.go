@@ -166,104 +166,20 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 	if cfg.MaxSkew > 0 {
 		skewSteps = max(1, cfg.MaxSkew.Milliseconds()/g.IntervalMs())
 	}
-	var firstTs, lastTs atomic.Int64
-	firstTs.Store(math.MaxInt64)
-	lastTs.Store(math.MinInt64)
 
 	start := time.Now()
 	disk := startDiskSampler(cfg.DiskDir, cfg.DiskEvery)
 	stopProgress := startProgress(cfg.Progress, cfg.ProgressEvery, start, st)
+	wr := &writeRun{g: g, cfg: cfg, st: st, bud: bud, steps: steps, sources: sources, senders: senders, skewSteps: skewSteps, start: start}
+	wr.firstTs.Store(math.MaxInt64)
+	wr.lastTs.Store(math.MinInt64)
 	var wg sync.WaitGroup
 	for w := range cfg.Workers {
-		wg.Go(func() {
-			defer steps[w].Store(math.MaxInt64) // a finished worker holds no one back
-			src, snd := sources[w], senders[w]
-			buf := make([]Point, 0, cfg.BatchSize)
-			for ctx.Err() == nil && !src.Done() {
-				// The budget: take up to a batch.
-				want, ok := bud.take(int64(cfg.BatchSize))
-				if !ok {
-					return
-				}
-				if want == 0 {
-					sleep(ctx, time.Millisecond) // others hold what is left; they may give some back
-					continue
-				}
-				limit := int64(math.MaxInt64)
-				if cfg.Live {
-					limit = (time.Now().UnixMilli()-g.StartMs())/g.IntervalMs() + 1
-				}
-				if cfg.MaxSkew > 0 {
-					limit = min(limit, minStep(steps)+skewSteps)
-				}
-				buf = src.Fill(buf[:0], int(want), limit)
-				steps[w].Store(src.Step())
-				before := bud.settle(want, int64(len(buf)))
-				if len(buf) == 0 {
-					// Held back by the clock or by a slower worker.
-					wait := 2 * time.Millisecond
-					if cfg.Live {
-						next := time.UnixMilli(g.StepTime(src.Step()))
-						wait = max(time.Until(next), time.Millisecond)
-					}
-					sleep(ctx, wait)
-					continue
-				}
-				if cfg.Rate > 0 {
-					// Send when the points made before these are due.
-					due := start.Add(time.Duration(float64(before) / cfg.Rate * float64(time.Second)))
-					sleep(ctx, time.Until(due))
-					if ctx.Err() != nil {
-						return
-					}
-				}
-				storeMin(&firstTs, buf[0].T)
-				storeMax(&lastTs, buf[len(buf)-1].T)
-				t0 := time.Now()
-				res := snd.send(ctx, buf)
-				d := time.Since(t0)
-				st.requests.Add(1)
-				st.sent.Add(int64(len(buf)))
-				if res.err != nil && ctx.Err() != nil && res.accepted+res.rejected+res.unconfirmed == 0 {
-					// Cut short by the end of the run: not the server's failure.
-					st.sent.Add(-int64(len(buf)))
-					st.requests.Add(-1)
-					return
-				}
-				st.lat.Add(d)
-				st.accepted.Add(int64(res.accepted))
-				st.rejected.Add(int64(res.rejected))
-				st.unconfirmed.Add(int64(res.unconfirmed))
-				if res.err != nil {
-					st.errs.add(res.err.Error())
-					if res.accepted+res.rejected+res.unconfirmed < len(buf) {
-						st.failed.Add(1)
-					}
-				}
-			}
-		})
+		wg.Go(func() { wr.worker(ctx, w) })
 	}
 	wg.Wait()
 	if cfg.ConfirmURL != "" && st.unconfirmed.Load() > 0 {
-		n := st.unconfirmed.Load()
-		var seen float64
-		for {
-			v, err := readCounter(ctx, client, cfg.ConfirmURL, cfg.ConfirmSeries)
-			if err != nil {
-				if ctx.Err() == nil {
-					st.errs.add("confirming: " + err.Error())
-				}
-				break
-			}
-			seen = v - confirm0
-			if seen >= float64(n) || ctx.Err() != nil {
-				break
-			}
-			sleep(ctx, 50*time.Millisecond)
-		}
-		c := min(n, int64(max(seen, 0)))
-		st.unconfirmed.Add(-c)
-		st.accepted.Add(c)
+		wr.confirm(ctx, client, confirm0)
 	}
 	elapsed := time.Since(start)
 	stopProgress()
@@ -285,23 +201,10 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		Disk:    diskStats,
 	}
 	if r.PointsSent > 0 {
-		r.FirstTs, r.LastTs = firstTs.Load(), lastTs.Load()
+		r.FirstTs, r.LastTs = wr.firstTs.Load(), wr.lastTs.Load()
 		r.DistinctSeries = g.DistinctSeries((r.LastTs-g.StartMs())/g.IntervalMs() + 1)
 	}
-	done := true
-	for _, s := range sources {
-		done = done && s.Done()
-	}
-	switch {
-	case done:
-		r.Stopped = "data"
-	case bud.exhausted():
-		r.Stopped = "points"
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		r.Stopped = "duration"
-	default:
-		r.Stopped = "interrupted"
-	}
+	r.Stopped = wr.stopped(ctx)
 	stored := r.PointsAccepted + r.PointsUnconfirmed
 	r.PointsPerSec = float64(stored) / elapsed.Seconds()
 	if cpu, err := ProcCPU(os.Getpid()); err == nil {
@@ -316,6 +219,132 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		}
 	}
 	return r, nil
+}
+
+// writeRun is the state a write run's workers share.
+type writeRun struct {
+	g               *Generator
+	cfg             WriteConfig
+	st              *progressState
+	bud             *pointBudget
+	steps           []atomic.Int64 // each worker's step, MaxInt64 once done
+	sources         []*Source
+	senders         []sender
+	skewSteps       int64
+	start           time.Time
+	firstTs, lastTs atomic.Int64
+}
+
+// worker is worker w: it takes points from the budget, makes them from its
+// source and sends them, until its source, the budget or ctx runs out.
+func (wr *writeRun) worker(ctx context.Context, w int) {
+	defer wr.steps[w].Store(math.MaxInt64) // a finished worker holds no one back
+	src, snd := wr.sources[w], wr.senders[w]
+	buf := make([]Point, 0, wr.cfg.BatchSize)
+	for ctx.Err() == nil && !src.Done() {
+		// The budget: take up to a batch.
+		want, ok := wr.bud.take(int64(wr.cfg.BatchSize))
+		if !ok {
+			return
+		}
+		if want == 0 {
+			sleep(ctx, time.Millisecond) // others hold what is left; they may give some back
+			continue
+		}
+		limit := int64(math.MaxInt64)
+		if wr.cfg.Live {
+			limit = (time.Now().UnixMilli()-wr.g.StartMs())/wr.g.IntervalMs() + 1
+		}
+		if wr.cfg.MaxSkew > 0 {
+			limit = min(limit, minStep(wr.steps)+wr.skewSteps)
+		}
+		buf = src.Fill(buf[:0], int(want), limit)
+		wr.steps[w].Store(src.Step())
+		before := wr.bud.settle(want, int64(len(buf)))
+		if len(buf) == 0 {
+			// Held back by the clock or by a slower worker.
+			wait := 2 * time.Millisecond
+			if wr.cfg.Live {
+				next := time.UnixMilli(wr.g.StepTime(src.Step()))
+				wait = max(time.Until(next), time.Millisecond)
+			}
+			sleep(ctx, wait)
+			continue
+		}
+		if wr.cfg.Rate > 0 {
+			// Send when the points made before these are due.
+			due := wr.start.Add(time.Duration(float64(before) / wr.cfg.Rate * float64(time.Second)))
+			sleep(ctx, time.Until(due))
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		storeMin(&wr.firstTs, buf[0].T)
+		storeMax(&wr.lastTs, buf[len(buf)-1].T)
+		t0 := time.Now()
+		res := snd.send(ctx, buf)
+		d := time.Since(t0)
+		wr.st.requests.Add(1)
+		wr.st.sent.Add(int64(len(buf)))
+		if res.err != nil && ctx.Err() != nil && res.accepted+res.rejected+res.unconfirmed == 0 {
+			// Cut short by the end of the run: not the server's failure.
+			wr.st.sent.Add(-int64(len(buf)))
+			wr.st.requests.Add(-1)
+			return
+		}
+		wr.st.lat.Add(d)
+		wr.st.accepted.Add(int64(res.accepted))
+		wr.st.rejected.Add(int64(res.rejected))
+		wr.st.unconfirmed.Add(int64(res.unconfirmed))
+		if res.err != nil {
+			wr.st.errs.add(res.err.Error())
+			if res.accepted+res.rejected+res.unconfirmed < len(buf) {
+				wr.st.failed.Add(1)
+			}
+		}
+	}
+}
+
+// confirm polls cfg.ConfirmURL until its counter has grown by the points
+// sent unconfirmed since it read confirm0, or ctx ends, and counts those it
+// saw as accepted.
+func (wr *writeRun) confirm(ctx context.Context, client *http.Client, confirm0 float64) {
+	n := wr.st.unconfirmed.Load()
+	var seen float64
+	for {
+		v, err := readCounter(ctx, client, wr.cfg.ConfirmURL, wr.cfg.ConfirmSeries)
+		if err != nil {
+			if ctx.Err() == nil {
+				wr.st.errs.add("confirming: " + err.Error())
+			}
+			break
+		}
+		seen = v - confirm0
+		if seen >= float64(n) || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+	c := min(n, int64(max(seen, 0)))
+	wr.st.unconfirmed.Add(-c)
+	wr.st.accepted.Add(c)
+}
+
+// stopped says why the run ended.
+func (wr *writeRun) stopped(ctx context.Context) string {
+	done := true
+	for _, s := range wr.sources {
+		done = done && s.Done()
+	}
+	switch {
+	case done:
+		return "data"
+	case wr.bud.exhausted():
+		return "points"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "duration"
+	}
+	return "interrupted"
 }
 
 // readCounter returns the sum of the samples of series on a page in
