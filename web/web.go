@@ -5,9 +5,14 @@
 // The page is plain HTML, CSS and JavaScript modules of our own, embedded in
 // the binary with go:embed: there is no build step, and nothing is fetched
 // from anywhere but the server at run time. static/ holds the files;
-// static/chart.js is the chart, static/cardinality.js the cardinality panel,
-// static/start.js the view a page opened without a query starts on,
-// static/app.js the rest of the page.
+// static/app.js runs the queries and wires the page together from modules
+// by job: state.js (the state and the URL that holds it), controls.js (the
+// query controls), api.js (requests to the API), query.js (query building),
+// errors.js (errors shown next to their control), table.js (the table and
+// the downloads), status.js (the status panel), chart.js (the chart),
+// cardinality.js (the cardinality panel) and start.js (the view a page
+// opened without a query starts on). Every file under static/ is embedded
+// and served under Prefix.
 package web
 
 import (

@@ -107,7 +107,9 @@ func TestHandler(t *testing.T) {
 				todo = append(todo, u)
 			}
 		}
-		for _, want := range []string{"/web/app.js", "/web/chart.js", "/web/format.js", "/web/complete.js", "/web/style.css"} {
+		for _, want := range []string{"/web/app.js", "/web/chart.js", "/web/format.js", "/web/complete.js", "/web/style.css",
+			"/web/state.js", "/web/controls.js", "/web/api.js", "/web/query.js", "/web/errors.js",
+			"/web/table.js", "/web/status.js", "/web/start.js", "/web/cardinality.js"} {
 			if !seen[want] {
 				t.Errorf("%s is not reached from the page", want)
 			}
