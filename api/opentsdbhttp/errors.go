@@ -57,7 +57,7 @@ func openTSDBStatus(err error) (int, string, string) {
 	return http.StatusInternalServerError, "Storage exception: " + err.Error(), ""
 }
 
-func (s *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *core) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, details := openTSDBStatus(err)
 	if code >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

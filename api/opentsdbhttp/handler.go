@@ -102,8 +102,9 @@ type Deps struct {
 	SaltBuckets int
 }
 
-// Handler serves the OpenTSDB dialect. Create it with New.
-type Handler struct {
+// core is the state every part of the dialect shares, and the helpers
+// they share (writeError, parseTSUID, readJSONBody, ...).
+type core struct {
 	cfg     Config
 	host    dialect.Host
 	log     *slog.Logger
@@ -120,9 +121,31 @@ type Handler struct {
 	queries *queryLog
 	salts   int
 	planner *query.Planner
+}
 
-	puts    sync.Pool
-	putOnce sync.Once
+// The dialect's parts, each over the shared core: writes (/api/put and
+// telnet puts), reads (/api/query, /api/query/last, search, suggest),
+// uidAPI (/api/uid/*), notes (annotations), info (config, stats, version).
+type (
+	writes struct {
+		*core
+		puts    sync.Pool
+		putOnce sync.Once
+	}
+	reads  struct{ *core }
+	uidAPI struct{ *core }
+	notes  struct{ *core }
+	info   struct{ *core }
+)
+
+// Handler serves the OpenTSDB dialect. Create it with New.
+type Handler struct {
+	*core
+	writes *writes
+	reads  *reads
+	uidAPI *uidAPI
+	notes  *notes
+	info   *info
 }
 
 // New returns the dialect's handler over d, mounted on host. reg is
@@ -131,7 +154,7 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{
+	c := &core{
 		cfg: cfg, host: host, log: log, reg: reg, started: time.Now(),
 		writer: d.Writer, engine: d.Querier, uids: d.UIDs, index: d.Index, deleter: d.Deleter,
 		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
@@ -139,11 +162,12 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 			SkipUnresolvedTagVs: cfg.SkipUnresolvedTagVs, Widths: query.KeyWidths{
 				Metric: d.UIDs.Width(uid.Metric), TagK: d.UIDs.Width(uid.TagK), TagV: d.UIDs.Width(uid.TagV)}},
 	}
+	return &Handler{core: c, writes: &writes{core: c}, reads: &reads{c}, uidAPI: &uidAPI{c}, notes: &notes{c}, info: &info{c}}
 }
 
 // keyWidths are the UID widths a TSUID is made of.
 type keyWidths struct{ MetricWidth, TagKWidth, TagVWidth, SaltBuckets int }
 
-func (s *Handler) layout() keyWidths {
+func (s *core) layout() keyWidths {
 	return keyWidths{s.uids.Width(uid.Metric), s.uids.Width(uid.TagK), s.uids.Width(uid.TagV), s.salts}
 }

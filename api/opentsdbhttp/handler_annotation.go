@@ -12,7 +12,7 @@ import (
 )
 
 // annotationTSUID decodes an annotation's TSUID ("" is a global one).
-func (s *Handler) annotationTSUID(text string) ([]byte, error) {
+func (s *notes) annotationTSUID(text string) ([]byte, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -23,7 +23,7 @@ func (s *Handler) annotationTSUID(text string) ([]byte, error) {
 // annotation (/api/annotations: the global ones in a range), POST merges,
 // PUT replaces, DELETE deletes. The request is the JSON body, or the query
 // string (start_time, end_time, tsuid, description, notes) without one.
-func (s *Handler) handleAnnotation(w http.ResponseWriter, r *http.Request) {
+func (s *notes) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
 	var req *opentsdb.AnnotationRequest
@@ -101,7 +101,7 @@ func (s *Handler) handleAnnotation(w http.ResponseWriter, r *http.Request) {
 // syncAnnotation stores an annotation as OpenTSDB's syncToStorage: the start
 // time is required; a request that sets nothing is no change (304); POST
 // merges what was sent into what is stored, PUT replaces it.
-func (s *Handler) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationRequest, tsuid []byte, overwrite bool) (*meta.Annotation, bool, error) {
+func (s *notes) syncAnnotation(ctx context.Context, req *opentsdb.AnnotationRequest, tsuid []byte, overwrite bool) (*meta.Annotation, bool, error) {
 	if req.StartTime < 1 {
 		return nil, false, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "The start timestamp has not been set"}
 	}
@@ -154,7 +154,7 @@ func (r otsRawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 // handleAnnotationBulk is /api/annotation/bulk: POST and PUT store an array
 // of annotations and return those stored; DELETE deletes the annotations of
 // series (and the global ones) in a time range and says how many.
-func (s *Handler) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
+func (s *notes) handleAnnotationBulk(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
 	body, ok := s.readJSONBody(w, r)

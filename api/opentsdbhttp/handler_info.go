@@ -36,23 +36,23 @@ func writeOTSRaw(w http.ResponseWriter, code int, b []byte) {
 }
 
 // handleAggregators is /api/aggregators: the names of every aggregator.
-func (s *Handler) handleAggregators(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleAggregators(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, downsample.Names())
 }
 
 // handleConfigFilters is /api/config/filters.
-func (s *Handler) handleConfigFilters(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleConfigFilters(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, opentsdb.FilterDescriptions())
 }
 
 // handleConfig is /api/config: the running configuration as a flat map of
 // strings, sorted, in OpenTSDB's key names where one exists and hourglass.*
 // ones for the rest.
-func (s *Handler) handleConfig(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleConfig(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, s.configMap())
 }
 
-func (s *Handler) configMap() map[string]string {
+func (s *info) configMap() map[string]string {
 	lim := s.writer.Limits()
 	l, ql := s.layout(), s.engine.Limits()
 	itoa := strconv.Itoa
@@ -112,7 +112,7 @@ func (s *Handler) configMap() map[string]string {
 
 // handleVersion is /api/version: OpenTSDB's fields, all strings, from the
 // build's own information.
-func (s *Handler) handleVersion(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleVersion(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, s.host.VersionInfo())
 }
 
@@ -126,7 +126,7 @@ func Hostname() string {
 }
 
 // handleDropCaches is /api/dropcaches.
-func (s *Handler) handleDropCaches(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleDropCaches(w http.ResponseWriter, r *http.Request) {
 	s.uids.DropCaches()
 	WriteJSON(w, http.StatusOK, map[string]string{"message": "Caches dropped", "status": "200"})
 }
@@ -143,7 +143,7 @@ type statPoint struct {
 // and every metric of the /metrics registry (counters and gauges as they
 // are, histograms and summaries as _count and _sum), each tagged with the
 // host and its own labels.
-func (s *Handler) stats(now time.Time) []statPoint {
+func (s *info) stats(now time.Time) []statPoint {
 	ts := now.Unix()
 	host := opentsdb.Tag{Key: "host", Value: Hostname()}
 	st := s.head.Stats()
@@ -197,7 +197,7 @@ func (s *Handler) stats(now time.Time) []statPoint {
 
 // handleStats is /api/stats: [{"metric","timestamp","value","tags"}], the
 // value a string as OpenTSDB writes it.
-func (s *Handler) handleStats(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleStats(w http.ResponseWriter, r *http.Request) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for i, st := range s.stats(time.Now()) {
@@ -222,7 +222,7 @@ func (s *Handler) handleStats(w http.ResponseWriter, r *http.Request) {
 
 // handleStatsRuntime is /api/stats/jvm: there is no JVM, so it reports the
 // Go runtime under OpenTSDB's top-level keys.
-func (s *Handler) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	now := time.Now()
@@ -248,7 +248,7 @@ func (s *Handler) handleStatsRuntime(w http.ResponseWriter, r *http.Request) {
 
 // handleStatsRegionClients is /api/stats/region_clients: hourglass has no
 // HBase region clients, so the list is empty.
-func (s *Handler) handleStatsRegionClients(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleStatsRegionClients(w http.ResponseWriter, r *http.Request) {
 	writeOTSRaw(w, http.StatusOK, []byte("[]"))
 }
 
@@ -257,7 +257,7 @@ const maxStackDump = 16 << 20
 
 // handleStatsThreads is /api/stats/threads: the goroutines, in OpenTSDB's
 // thread shape (threadID, name, state, stack).
-func (s *Handler) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -299,7 +299,7 @@ func (s *Handler) handleStatsThreads(w http.ResponseWriter, r *http.Request) {
 // handleSearch answers /api/search/<type> other than lookup: OpenTSDB needs
 // a search plugin for them and without one answers "Searching is not
 // enabled"; hourglass has none.
-func (s *Handler) handleSearch(w http.ResponseWriter, r *http.Request) {
+func (s *reads) handleSearch(w http.ResponseWriter, r *http.Request) {
 	switch strings.ToLower(mux.Vars(r)["type"]) {
 	case "tsmeta", "tsmeta_summary", "tsuids", "uidmeta", "annotation":
 		WriteError(w, http.StatusBadRequest, "Searching is not enabled",

@@ -30,7 +30,7 @@ type putState struct {
 	bad   []*opentsdb.PointError
 }
 
-func (s *Handler) putPool() *sync.Pool {
+func (s *writes) putPool() *sync.Pool {
 	s.putOnce.Do(func() {
 		lim := s.writer.Limits()
 		s.puts.New = func() any {
@@ -72,7 +72,7 @@ func (t *putTally) addError(pe *opentsdb.PointError, max int) {
 // point is number offset), stores its points and adds the outcome to t. A
 // non-nil error is the body's own (malformed JSON: nothing of this window is
 // stored) or the store's.
-func (s *Handler) putWindow(ctx context.Context, st *putState, body []byte, offset int, t *putTally) error {
+func (s *writes) putWindow(ctx context.Context, st *putState, body []byte, offset int, t *putTally) error {
 	st.batch.Reset()
 	st.bad = st.bad[:0]
 	err := st.dec.Decode(body, func(i int, dp *opentsdb.DataPoint, perr error) error {
@@ -144,7 +144,7 @@ func (s *Handler) putWindow(ctx context.Context, st *putState, body []byte, offs
 // about that size as it arrives, so no body is too large, and a malformed
 // part stops it there (what came before is stored, and the reply says how
 // much). ?sync waits for the WAL's fsync; ?sync_timeout=<ms> bounds that wait.
-func (s *Handler) handlePut(w http.ResponseWriter, r *http.Request) {
+func (s *writes) handlePut(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
 	sync := opentsdb.HasFlag(q, "sync")
@@ -247,7 +247,7 @@ func (s *Handler) handlePut(w http.ResponseWriter, r *http.Request) {
 
 // syncWAL fsyncs the WAL, waiting at most timeout (0: no bound). timedOut
 // says the wait ended first; the fsync goes on.
-func (s *Handler) syncWAL(timeout time.Duration) (err error, timedOut bool) {
+func (s *writes) syncWAL(timeout time.Duration) (err error, timedOut bool) {
 	if timeout <= 0 {
 		return s.head.SyncWAL(), false
 	}
@@ -264,7 +264,7 @@ func (s *Handler) syncWAL(timeout time.Duration) (err error, timedOut bool) {
 }
 
 // putStreamed stores a long array body window by window.
-func (s *Handler) putStreamed(ctx context.Context, st *putState, sr *putStream, t *putTally) error {
+func (s *writes) putStreamed(ctx context.Context, st *putState, sr *putStream, t *putTally) error {
 	if err := sr.open(); err != nil {
 		return err
 	}
@@ -475,7 +475,7 @@ func wrapDecodeErr(err error) error {
 // MaxDecodedBytes); a compressed stream reserves two windows of the decoding
 // budget until closed (dialect.ErrDecodeBusy if it cannot). Decoded, it may hold at most Config.PutMaxBytes (0: no
 // limit).
-func (s *Handler) putBodyReader(r *http.Request) (io.Reader, func(), error) {
+func (s *writes) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	var rd io.Reader
 	closeFn := func() {}

@@ -56,7 +56,7 @@ func fmtMillis(d time.Duration) string { return strconv.FormatFloat(otsMillis(d)
 
 // handleQuery is /api/query: the JSON body (POST) or the m= / tsuid= query
 // string (GET), run through the engine, streamed out in OpenTSDB's shape.
-func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	body := dialect.GetBuf() // the parsed request may point into it
 	defer dialect.PutBuf(body)
@@ -142,7 +142,7 @@ func (s *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 // the query string (GET, or a DELETE without a body), reading the body
 // into body, which the request may point into. It answers the errors
 // itself; ok is false then.
-func (s *Handler) readQueryRequest(w http.ResponseWriter, r *http.Request, body *bytes.Buffer) (*opentsdb.QueryRequest, bool) {
+func (s *reads) readQueryRequest(w http.ResponseWriter, r *http.Request, body *bytes.Buffer) (*opentsdb.QueryRequest, bool) {
 	q := r.URL.Query()
 	var req *opentsdb.QueryRequest
 	var err error
@@ -174,7 +174,7 @@ func (s *Handler) readQueryRequest(w http.ResponseWriter, r *http.Request, body 
 // runSubQuery runs one sub-query of an /api/query request into sb:
 // planned, fetched, deleted if the request says so, processed, and its
 // annotations read.
-func (s *Handler) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
+func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
 	start, end int64, loc *time.Location) error {
 	sb.sq, sb.stats.index = sq, sq.Index
 	t0 := time.Now()
@@ -222,7 +222,7 @@ func (s *Handler) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, s
 // writeQueryReply writes the 200 reply of an /api/query request and returns
 // its statsSummary. It stops with ctx's error once ctx has one, looking at
 // it each time a megabyte is written, or with the writer's error.
-func (s *Handler) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
+func (s *reads) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
 	globals []opentsdb.Annotation, start, end int64, began time.Time) ([]byte, error) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
@@ -339,7 +339,7 @@ func summaryJSON(subs []subResult, total time.Duration) []byte {
 
 // seriesNotes returns, per result, the annotations of its series that
 // start in [start, end], by start time.
-func (s *Handler) seriesNotes(ctx context.Context, res []query.Result, start, end int64) ([][]opentsdb.Annotation, error) {
+func (s *reads) seriesNotes(ctx context.Context, res []query.Result, start, end int64) ([][]opentsdb.Annotation, error) {
 	var all [][]byte
 	for i := range res {
 		all = append(all, res[i].TSUIDs...)
@@ -391,7 +391,7 @@ func hexUpper(b []byte) string {
 }
 
 // engineRequest turns an OpenTSDB sub-query into an engine request.
-func (s *Handler) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
+func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
 	req := query.Request{Location: loc}
 	agg, err := downsample.Lookup(sq.Aggregator)
 	if err != nil {
@@ -435,10 +435,10 @@ func (s *Handler) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, star
 }
 
 // parseTSUID decodes a hex TSUID and checks it against the key widths.
-func (s *Handler) parseTSUID(text string) ([]byte, error) { return s.planner.ParseTSUID(text) }
+func (s *core) parseTSUID(text string) ([]byte, error) { return s.planner.ParseTSUID(text) }
 
 // tsuidEntry resolves a TSUID to its index entry; unknown is an error.
-func (s *Handler) tsuidEntry(text string) (*series.Entry, []byte, error) {
+func (s *core) tsuidEntry(text string) (*series.Entry, []byte, error) {
 	id, err := s.parseTSUID(text)
 	if err != nil {
 		return nil, nil, err

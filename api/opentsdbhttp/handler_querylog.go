@@ -123,7 +123,7 @@ func nilIfEmpty(s string) any {
 
 // handleStatsQuery is /api/stats/query: {"running":[...],"completed":[...]},
 // the completed ones newest first.
-func (s *Handler) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
+func (s *info) handleStatsQuery(w http.ResponseWriter, r *http.Request) {
 	l := s.queries
 	now := time.Now()
 	l.mu.Lock()

@@ -28,31 +28,31 @@ type openTSDBEndpoint struct {
 // handleQuery when the request is not PromQL).
 func (s *Handler) Routes(r *mux.Router) {
 	eps := []openTSDBEndpoint{
-		{"put", []string{http.MethodPost}, s.handlePut},
-		{"query", []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.handleQuery},
-		{"query/last", []string{http.MethodGet, http.MethodPost}, s.handleQueryLast},
+		{"put", []string{http.MethodPost}, s.writes.handlePut},
+		{"query", []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.reads.handleQuery},
+		{"query/last", []string{http.MethodGet, http.MethodPost}, s.reads.handleQueryLast},
 		{"query/exp", nil, s.notImplemented},
 		{"query/gexp", nil, s.notImplemented},
-		{"suggest", []string{http.MethodGet, http.MethodPost}, s.handleSuggest},
-		{"search/lookup", []string{http.MethodGet, http.MethodPost}, s.handleLookup},
-		{"search/{type}", []string{http.MethodGet, http.MethodPost}, s.handleSearch},
-		{"uid/assign", []string{http.MethodGet, http.MethodPost}, s.handleUIDAssign},
-		{"uid/uidmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleUIDMeta},
-		{"uid/tsmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleTSMeta},
-		{"uid/rename", []string{http.MethodGet, http.MethodPost}, s.handleUIDRename},
-		{"annotation", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotation},
-		{"annotations", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotation},
-		{"annotation/bulk", []string{http.MethodPost, http.MethodPut, http.MethodDelete}, s.handleAnnotationBulk},
-		{"aggregators", []string{http.MethodGet, http.MethodPost}, s.handleAggregators},
-		{"config", []string{http.MethodGet, http.MethodPost}, s.handleConfig},
-		{"config/filters", []string{http.MethodGet, http.MethodPost}, s.handleConfigFilters},
-		{"dropcaches", []string{http.MethodGet, http.MethodDelete}, s.handleDropCaches},
-		{"stats", []string{http.MethodGet, http.MethodPost}, s.handleStats},
-		{"stats/jvm", []string{http.MethodGet, http.MethodPost}, s.handleStatsRuntime},
-		{"stats/query", []string{http.MethodGet, http.MethodPost}, s.handleStatsQuery},
-		{"stats/region_clients", []string{http.MethodGet, http.MethodPost}, s.handleStatsRegionClients},
-		{"stats/threads", []string{http.MethodGet, http.MethodPost}, s.handleStatsThreads},
-		{"version", []string{http.MethodGet, http.MethodPost}, s.handleVersion},
+		{"suggest", []string{http.MethodGet, http.MethodPost}, s.reads.handleSuggest},
+		{"search/lookup", []string{http.MethodGet, http.MethodPost}, s.reads.handleLookup},
+		{"search/{type}", []string{http.MethodGet, http.MethodPost}, s.reads.handleSearch},
+		{"uid/assign", []string{http.MethodGet, http.MethodPost}, s.uidAPI.handleUIDAssign},
+		{"uid/uidmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.uidAPI.handleUIDMeta},
+		{"uid/tsmeta", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.uidAPI.handleTSMeta},
+		{"uid/rename", []string{http.MethodGet, http.MethodPost}, s.uidAPI.handleUIDRename},
+		{"annotation", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.notes.handleAnnotation},
+		{"annotations", []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}, s.notes.handleAnnotation},
+		{"annotation/bulk", []string{http.MethodPost, http.MethodPut, http.MethodDelete}, s.notes.handleAnnotationBulk},
+		{"aggregators", []string{http.MethodGet, http.MethodPost}, s.info.handleAggregators},
+		{"config", []string{http.MethodGet, http.MethodPost}, s.info.handleConfig},
+		{"config/filters", []string{http.MethodGet, http.MethodPost}, s.info.handleConfigFilters},
+		{"dropcaches", []string{http.MethodGet, http.MethodDelete}, s.info.handleDropCaches},
+		{"stats", []string{http.MethodGet, http.MethodPost}, s.info.handleStats},
+		{"stats/jvm", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsRuntime},
+		{"stats/query", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsQuery},
+		{"stats/region_clients", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsRegionClients},
+		{"stats/threads", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsThreads},
+		{"version", []string{http.MethodGet, http.MethodPost}, s.info.handleVersion},
 		{"rollup", nil, s.notImplemented},
 		{"histogram", nil, s.notImplemented},
 		{"tree", nil, s.notImplemented},
@@ -308,7 +308,7 @@ func (s *Handler) notImplemented(w http.ResponseWriter, r *http.Request) {
 func goVersion() string { return runtime.Version() }
 
 // statsLines are hourglass's own figures as OpenTSDB's telnet stats prints them.
-func (s *Handler) statsLines(now time.Time) []string {
+func (s *info) statsLines(now time.Time) []string {
 	var out []string
 	for _, st := range s.stats(now) {
 		var b strings.Builder
@@ -324,5 +324,5 @@ func (s *Handler) statsLines(now time.Time) []string {
 // QueryHandler is /api/query as OpenTSDB serves it, for the route the
 // Prometheus dialect shares (/api/v1/query without a PromQL query).
 func (s *Handler) QueryHandler() http.HandlerFunc {
-	return s.openTSDBHTTP(Allow(s.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete))
+	return s.openTSDBHTTP(Allow(s.reads.handleQuery, http.MethodGet, http.MethodPost, http.MethodDelete))
 }

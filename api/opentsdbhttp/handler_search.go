@@ -17,7 +17,7 @@ import (
 
 // readJSONBody reads a request body for a JSON endpoint; ok false means the
 // error reply has been written.
-func (s *Handler) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (s *core) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body := dialect.GetBuf()
 	defer dialect.PutBuf(body)
 	if err := s.host.ReadBody(r, body); err != nil {
@@ -29,7 +29,7 @@ func (s *Handler) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 }
 
 // handleSuggest is /api/suggest: names of a kind that start with q, sorted.
-func (s *Handler) handleSuggest(w http.ResponseWriter, r *http.Request) {
+func (s *reads) handleSuggest(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.SuggestRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -60,7 +60,7 @@ func (s *Handler) handleSuggest(w http.ResponseWriter, r *http.Request) {
 // handleLookup is /api/search/lookup, answered from the series index (no
 // meta table or tracking switch needed): the series of a metric (or of any
 // metric) with the tags asked for.
-func (s *Handler) handleLookup(w http.ResponseWriter, r *http.Request) {
+func (s *reads) handleLookup(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	var req *opentsdb.LookupRequest
 	var err error
@@ -193,7 +193,7 @@ func lookupMatcher(pairs []opentsdb.LookupTag) func(series.Labels) bool {
 // for, by metric and tags (every series of the metric that has those tags)
 // or by TSUID, as [{"metric","timestamp","value","tags","tsuid"}] with the
 // timestamp in ms and the value a string (metric and tags only with resolve).
-func (s *Handler) handleQueryLast(w http.ResponseWriter, r *http.Request) {
+func (s *reads) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.LastRequest
 	var err error
 	if r.Method == http.MethodPost {

@@ -21,7 +21,7 @@ var uidTypes = map[uid.Kind]string{uid.Metric: opentsdb.UIDTypeMetric, uid.TagK:
 // handleUIDAssign is /api/uid/assign: assign UIDs to new names, each name
 // on its own: {"metric":{"name":"00002A"},"metric_errors":{"x":"..."}},
 // 200 when every name got one, 400 otherwise.
-func (s *Handler) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
+func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.UIDAssignRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -84,7 +84,7 @@ func (s *Handler) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseUID decodes a hex UID of a kind; a bad one is a 400.
-func (s *Handler) parseUID(kind uid.Kind, text string) ([]byte, error) {
+func (s *uidAPI) parseUID(kind uid.Kind, text string) ([]byte, error) {
 	id, err := hex.DecodeString(text)
 	if err != nil || len(id) == 0 {
 		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid UID: " + text,
@@ -101,7 +101,7 @@ var errUIDNotFound = &opentsdb.RequestError{Status: http.StatusNotFound, Message
 
 // uidMeta returns the UIDMeta of a UID as OpenTSDB serves it: the stored
 // fields, or defaults (created 0) when none were stored.
-func (s *Handler) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
+func (s *uidAPI) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
 	name, err := s.uids.GetName(ctx, kind, id)
 	if err != nil {
 		if errors.Is(err, uid.ErrNoSuchUID) {
@@ -119,7 +119,7 @@ func (s *Handler) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opent
 
 // handleUIDMeta is /api/uid/uidmeta: GET reads, POST merges, PUT replaces,
 // DELETE clears a UID's metadata (never the UID).
-func (s *Handler) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
+func (s *uidAPI) handleUIDMeta(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var req *opentsdb.UIDMetaRequest
 	var err error
@@ -200,7 +200,7 @@ func setIfSent(dst *string, v *string) {
 
 // tsMeta builds a series' TSMeta: the stored fields (or defaults), the
 // UIDMeta of its metric and tags, and its last point's time.
-func (s *Handler) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*opentsdb.TSMeta, error) {
+func (s *uidAPI) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*opentsdb.TSMeta, error) {
 	l := s.layout()
 	out := &opentsdb.TSMeta{TSUID: hexUpper(tsuid), Description: m.Description, Notes: m.Notes, Created: m.Created,
 		Units: m.Units, Retention: m.Retention, Max: opentsdb.JSONFloat(m.Max), Min: opentsdb.JSONFloat(m.Min),
@@ -241,7 +241,7 @@ func tsmetaUIDError(err error) error {
 
 // seriesByName returns the TSUID of metric{tags} (exact), from the UID
 // table; unknown names are 404 "Unable to find one or more UIDs".
-func (s *Handler) seriesByName(ctx context.Context, metric string, tags []opentsdb.Tag) ([]byte, error) {
+func (s *uidAPI) seriesByName(ctx context.Context, metric string, tags []opentsdb.Tag) ([]byte, error) {
 	notFound := &opentsdb.RequestError{Status: http.StatusNotFound, Message: "Unable to find one or more UIDs"}
 	id, err := s.uids.GetID(ctx, nil, uid.Metric, metric)
 	if err != nil {
@@ -280,7 +280,7 @@ func (s *Handler) seriesByName(ctx context.Context, metric string, tags []opents
 // of every series of the metric with those tags. POST merges and PUT
 // replaces (the series named by tsuid, or by ?m= exactly, with
 // ?create=true needed when it has no meta and no data); DELETE clears it.
-func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
+func (s *uidAPI) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		s.getTSMeta(w, r)
 		return
@@ -372,7 +372,7 @@ func (s *Handler) handleTSMeta(w http.ResponseWriter, r *http.Request) {
 
 // getTSMeta is a GET of /api/uid/tsmeta: one series by tsuid=, or every
 // series of m= (at most LastMaxSeries).
-func (s *Handler) getTSMeta(w http.ResponseWriter, r *http.Request) {
+func (s *uidAPI) getTSMeta(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	if opentsdb.HasFlag(q, "tsuid") {
@@ -483,7 +483,7 @@ func mergeTSMeta(stored meta.TSMeta, req *opentsdb.TSMetaRequest, put bool) meta
 // the WAL hold series by name, so the rename would split them. Such a
 // request fails with an error that says so; names no series uses (assigned
 // through /api/uid/assign, say) rename as in OpenTSDB.
-func (s *Handler) handleUIDRename(w http.ResponseWriter, r *http.Request) {
+func (s *uidAPI) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 	var req *opentsdb.RenameRequest
 	var err error
 	if r.Method == http.MethodPost {
@@ -529,7 +529,7 @@ func (s *Handler) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 }
 
 // nameInUse reports whether any series in the index carries the name.
-func (s *Handler) nameInUse(kind uid.Kind, name string) bool {
+func (s *uidAPI) nameInUse(kind uid.Kind, name string) bool {
 	ix := s.index
 	switch kind {
 	case uid.Metric:

@@ -135,7 +135,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			_, _ = bw.WriteString("Caches dropped.\n")
 		case "stats":
 			commit()
-			for _, st := range s.statsLines(time.Now()) {
+			for _, st := range s.info.statsLines(time.Now()) {
 				_, _ = bw.WriteString(st + "\n")
 			}
 		default:

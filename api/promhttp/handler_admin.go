@@ -26,7 +26,7 @@ import (
 // pick in [start, end] (default: all time) are deleted; 204 on success.
 // It needs -allow-delete, Prometheus' --web.enable-admin-api; without it
 // the reply is Prometheus' 503 "admin APIs disabled".
-func (p *Handler) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 	if !p.shared.AllowDelete {
 		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
 		return
@@ -77,7 +77,7 @@ func (p *Handler) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 
 // handleCleanTombstones is /api/v1/admin/tsdb/clean_tombstones: a delete
 // leaves no tombstone behind once it returns, so there is nothing to clean.
-func (p *Handler) handleCleanTombstones(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleCleanTombstones(w http.ResponseWriter, r *http.Request) {
 	if !p.shared.AllowDelete {
 		p.respondError(w, prom.ErrorUnavailable, "admin APIs disabled")
 		return
@@ -139,7 +139,7 @@ func snapshotName(now time.Time) string {
 // leaving out what is only in the WAL. It needs -allow-delete, Prometheus'
 // --web.enable-admin-api, and the embedded store: on Bigtable the answer is
 // 501 and the tables are backed up with Bigtable's own backups.
-func (p *Handler) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	sn := p.snap
 	if !p.shared.AllowDelete {
 		sn.total.WithLabelValues("disabled").Inc()

@@ -61,7 +61,7 @@ func promErrorStatus(typ string) int {
 	return http.StatusInternalServerError
 }
 
-func (p *Handler) respondError(w http.ResponseWriter, typ, msg string) {
+func (p *core) respondError(w http.ResponseWriter, typ, msg string) {
 	code := promErrorStatus(typ)
 	if code >= 500 && code != http.StatusServiceUnavailable {
 		p.log.Error("prometheus api error", "type", typ, "err", msg)
@@ -71,12 +71,12 @@ func (p *Handler) respondError(w http.ResponseWriter, typ, msg string) {
 	_, _ = w.Write(prom.AppendError(nil, typ, msg))
 }
 
-func (p *Handler) invalidParam(w http.ResponseWriter, name string, err error) {
+func (p *core) invalidParam(w http.ResponseWriter, name string, err error) {
 	p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid parameter %q: %v", name, err))
 }
 
 // respond writes a success envelope around data (JSON already).
-func (p *Handler) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
+func (p *core) respond(w http.ResponseWriter, data []byte, warnings, infos []string) {
 	buf := dialect.GetBuf()
 	defer dialect.PutBuf(buf)
 	out := prom.AppendSuccessStart(buf.AvailableBuffer())
@@ -175,7 +175,7 @@ func promHintLimit(limit int) int {
 	return limit
 }
 
-func (p *Handler) queryOpts(r *http.Request) (promql.QueryOpts, error) {
+func (p *queryAPI) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 	var lookback time.Duration
 	if s := r.FormValue("lookback_delta"); s != "" {
 		d, err := promParseDuration(s)
@@ -188,7 +188,7 @@ func (p *Handler) queryOpts(r *http.Request) (promql.QueryOpts, error) {
 }
 
 // queryContext applies the timeout parameter.
-func (p *Handler) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
+func (p *queryAPI) queryContext(r *http.Request) (context.Context, context.CancelFunc, error) {
 	ctx := r.Context()
 	if to := r.FormValue("timeout"); to != "" {
 		d, err := promParseDuration(to)
@@ -202,7 +202,7 @@ func (p *Handler) queryContext(r *http.Request) (context.Context, context.Cancel
 }
 
 // handleQuery is the instant query, /api/v1/query.
-func (p *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
@@ -220,7 +220,7 @@ func (p *Handler) handleQuery(w http.ResponseWriter, r *http.Request) {
 
 // runPromQL runs the query= of an instant or range query made by newQuery,
 // within the request's timeout, and answers.
-func (p *Handler) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
+func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
 	newQuery func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error)) {
 	ctx, cancel, err := p.queryContext(r)
 	if err != nil {
@@ -244,7 +244,7 @@ func (p *Handler) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
 }
 
 // handleQueryRange is /api/v1/query_range.
-func (p *Handler) handleQueryRange(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 	limit, err := promParseLimit(r.FormValue("limit"))
 	if err != nil {
 		p.invalidParam(w, "limit", err)
@@ -282,7 +282,7 @@ func (p *Handler) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (p *Handler) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
+func (p *queryAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
 	res := qry.Exec(ctx)
 	if res.Err == nil {
 		// The engine is done; a query out of time still answers as one.
@@ -325,7 +325,7 @@ func (p *Handler) runQuery(ctx context.Context, w http.ResponseWriter, qry promq
 
 // matcherSets parses match[] as Prometheus does: every set needs a matcher
 // that does not match the empty string.
-func (p *Handler) matcherSets(r *http.Request) ([][]*labels.Matcher, error) {
+func (p *queryAPI) matcherSets(r *http.Request) ([][]*labels.Matcher, error) {
 	sets, err := p.parser.ParseMetricSelectors(r.Form["match[]"])
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ outer:
 
 // requiredMatcherSets is matcherSets for the endpoints that need match[]
 // (series, delete_series); it answers the errors itself.
-func (p *Handler) requiredMatcherSets(w http.ResponseWriter, r *http.Request) ([][]*labels.Matcher, bool) {
+func (p *queryAPI) requiredMatcherSets(w http.ResponseWriter, r *http.Request) ([][]*labels.Matcher, bool) {
 	if len(r.Form["match[]"]) == 0 {
 		p.respondError(w, prom.ErrorBadData, "no match[] parameter provided")
 		return nil, false
@@ -358,7 +358,7 @@ func (p *Handler) requiredMatcherSets(w http.ResponseWriter, r *http.Request) ([
 }
 
 // rangeParams parses limit, start and end of the metadata endpoints.
-func (p *Handler) rangeParams(w http.ResponseWriter, r *http.Request) (limit int, start, end time.Time, ok bool) {
+func (p *queryAPI) rangeParams(w http.ResponseWriter, r *http.Request) (limit int, start, end time.Time, ok bool) {
 	if err := r.ParseForm(); err != nil {
 		p.respondError(w, prom.ErrorBadData, "error parsing form values: "+err.Error())
 		return
@@ -379,7 +379,7 @@ func (p *Handler) rangeParams(w http.ResponseWriter, r *http.Request) (limit int
 	return limit, start, end, true
 }
 
-func (p *Handler) respondStrings(w http.ResponseWriter, vals []string, limit int, warnings annotations.Annotations) {
+func (p *queryAPI) respondStrings(w http.ResponseWriter, vals []string, limit int, warnings annotations.Annotations) {
 	if limit > 0 && len(vals) > limit {
 		vals = vals[:limit]
 		warnings = warnings.Add(errors.New("results truncated due to limit"))
@@ -392,7 +392,7 @@ func (p *Handler) respondStrings(w http.ResponseWriter, vals []string, limit int
 }
 
 // handleLabels is /api/v1/labels.
-func (p *Handler) handleLabels(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleLabels(w http.ResponseWriter, r *http.Request) {
 	p.respondLabelStrings(w, r, func(ctx context.Context, q storage.Querier, hints *storage.LabelHints, ms []*labels.Matcher) ([]string, error) {
 		names, _, err := q.LabelNames(ctx, hints, ms...)
 		return names, err
@@ -400,7 +400,7 @@ func (p *Handler) handleLabels(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLabelValues is /api/v1/label/<name>/values.
-func (p *Handler) handleLabelValues(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
 	if len(name) > 3 && name[:3] == "U__" {
 		name = model.UnescapeName(name, model.ValueEncodingEscaping)
@@ -417,7 +417,7 @@ func (p *Handler) handleLabelValues(w http.ResponseWriter, r *http.Request) {
 
 // respondLabelStrings answers the label endpoints: the union, sorted, of
 // what list gives for each match[] selector (or for none) in the range.
-func (p *Handler) respondLabelStrings(w http.ResponseWriter, r *http.Request,
+func (p *queryAPI) respondLabelStrings(w http.ResponseWriter, r *http.Request,
 	list func(context.Context, storage.Querier, *storage.LabelHints, []*labels.Matcher) ([]string, error)) {
 	limit, start, end, ok := p.rangeParams(w, r)
 	if !ok {
@@ -459,7 +459,7 @@ func (p *Handler) respondLabelStrings(w http.ResponseWriter, r *http.Request,
 
 // handleSeries is /api/v1/series: the label sets the match[] selectors
 // select in the range, without their samples.
-func (p *Handler) handleSeries(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleSeries(w http.ResponseWriter, r *http.Request) {
 	limit, start, end, ok := p.rangeParams(w, r)
 	if !ok {
 		return
@@ -514,7 +514,7 @@ func (p *Handler) handleSeries(w http.ResponseWriter, r *http.Request) {
 // handleMetadata is /api/v1/metadata: the metadata remote write has sent,
 // {"<metric>":[{"type":..,"help":..,"unit":..}]}, with limit, limit_per_metric
 // and metric as Prometheus takes them.
-func (p *Handler) handleMetadata(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	limit := -1
 	if s := r.FormValue("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -564,13 +564,13 @@ func (p *Handler) handleMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRules is /api/v1/rules: hourglass evaluates no rules.
-func (p *Handler) handleRules(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleRules(w http.ResponseWriter, r *http.Request) {
 	p.respond(w, []byte(`{"groups":[]}`), nil, nil)
 }
 
 // handleExemplars is /api/v1/query_exemplars: the parameters are checked as
 // Prometheus checks them; no exemplars are stored, so the answer is empty.
-func (p *Handler) handleExemplars(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
 	start, err := promParseTimeParam(r, "start", promMinTime)
 	if err != nil {
 		p.invalidParam(w, "start", err)

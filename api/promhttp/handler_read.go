@@ -24,7 +24,7 @@ import (
 // their samples in its range, as a snappy ReadResponse (SAMPLES) or as
 // framed ChunkedReadResponses of XOR chunks (STREAMED_XOR_CHUNKS), whichever
 // the client lists first. One request shares one series and sample budget.
-func (p *Handler) handleRead(w http.ResponseWriter, r *http.Request) {
+func (p *remote) handleRead(w http.ResponseWriter, r *http.Request) {
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "snappy":
 	default:
@@ -153,7 +153,7 @@ func (p *Handler) handleRead(w http.ResponseWriter, r *http.Request) {
 // readError answers a remote-read error: 400 for a request over the limits
 // (as Prometheus answers its sample limit), 503 when the storage asks for a
 // retry or the time ran out, 500 otherwise.
-func (p *Handler) readError(w http.ResponseWriter, err error) {
+func (p *remote) readError(w http.ResponseWriter, err error) {
 	var le *query.LimitError
 	var stErr promql.ErrStorage
 	if errors.As(err, &stErr) {

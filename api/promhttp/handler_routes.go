@@ -73,10 +73,8 @@ type Shared struct {
 	BuildInfo func() []byte
 }
 
-// Handler is the Prometheus dialect: remote write and read, and the query
-// API on the official PromQL engine over the engine's Queryable. Create it
-// with New.
-type Handler struct {
+// core is the dialect's state, shared by its parts.
+type core struct {
 	host      dialect.Host
 	cfg       Config
 	shared    Shared
@@ -104,7 +102,7 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Handler{
+	p := &core{
 		host: host, cfg: cfg, shared: shared, log: log,
 		writer: d.Writer, querier: d.Querier, deleter: d.Deleter, snapshots: d.Snapshotter, card: d.Cardinality,
 		otsQuery: d.OpenTSDBQuery,
@@ -134,8 +132,23 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 		},
 		Parser: p.parser,
 	})
-	return p
+	return &Handler{core: p, api: &queryAPI{p}, remote: &remote{p}}
 }
+
+// Handler is the Prometheus dialect: remote write and read (remote), and
+// the query API on the official PromQL engine over the engine's Queryable
+// (queryAPI), over one shared core. Create it with New.
+type Handler struct {
+	*core
+	api    *queryAPI
+	remote *remote
+}
+
+// The dialect's parts.
+type (
+	queryAPI struct{ *core } // the query API, metadata, admin and status
+	remote   struct{ *core } // remote write and read
+)
 
 // Routes registers the Prometheus HTTP API: remote write and read, the
 // query API Grafana's Prometheus data source calls, and /api/v1/query, which
@@ -145,21 +158,21 @@ func (p *Handler) Routes(r *mux.Router) {
 	route := func(path, name string, h http.HandlerFunc, methods ...string) {
 		r.HandleFunc(path, p.host.Timed(name, promMethods(h, methods...)))
 	}
-	route("/api/v1/write", "prom_write", p.handleWrite, post)
-	route("/api/v1/read", "prom_read", p.handleRead, post)
+	route("/api/v1/write", "prom_write", p.remote.handleWrite, post)
+	route("/api/v1/read", "prom_read", p.remote.handleRead, post)
 	r.HandleFunc("/api/v1/query", p.handleQueryShared)
-	route("/api/v1/query_range", "prom_query_range", p.handleQueryRange, get, post)
-	route("/api/v1/labels", "prom_labels", p.handleLabels, get, post)
-	route("/api/v1/label/{name}/values", "prom_label_values", p.handleLabelValues, get)
-	route("/api/v1/series", "prom_series", p.handleSeries, get, post)
-	route("/api/v1/metadata", "prom_metadata", p.handleMetadata, get)
-	route("/api/v1/status/buildinfo", "prom_buildinfo", p.handleBuildInfo, get)
-	route("/api/v1/status/tsdb", "prom_status_tsdb", p.handleTSDBStatus, get)
-	route("/api/v1/rules", "prom_rules", p.handleRules, get, post)
-	route("/api/v1/query_exemplars", "prom_exemplars", p.handleExemplars, get, post)
-	route("/api/v1/admin/tsdb/delete_series", "prom_delete_series", p.handleDeleteSeries, post, http.MethodPut)
-	route("/api/v1/admin/tsdb/clean_tombstones", "prom_clean_tombstones", p.handleCleanTombstones, post, http.MethodPut)
-	route("/api/v1/admin/tsdb/snapshot", "prom_snapshot", p.handleSnapshot, post, http.MethodPut)
+	route("/api/v1/query_range", "prom_query_range", p.api.handleQueryRange, get, post)
+	route("/api/v1/labels", "prom_labels", p.api.handleLabels, get, post)
+	route("/api/v1/label/{name}/values", "prom_label_values", p.api.handleLabelValues, get)
+	route("/api/v1/series", "prom_series", p.api.handleSeries, get, post)
+	route("/api/v1/metadata", "prom_metadata", p.api.handleMetadata, get)
+	route("/api/v1/status/buildinfo", "prom_buildinfo", p.api.handleBuildInfo, get)
+	route("/api/v1/status/tsdb", "prom_status_tsdb", p.api.handleTSDBStatus, get)
+	route("/api/v1/rules", "prom_rules", p.api.handleRules, get, post)
+	route("/api/v1/query_exemplars", "prom_exemplars", p.api.handleExemplars, get, post)
+	route("/api/v1/admin/tsdb/delete_series", "prom_delete_series", p.api.handleDeleteSeries, post, http.MethodPut)
+	route("/api/v1/admin/tsdb/clean_tombstones", "prom_clean_tombstones", p.api.handleCleanTombstones, post, http.MethodPut)
+	route("/api/v1/admin/tsdb/snapshot", "prom_snapshot", p.api.handleSnapshot, post, http.MethodPut)
 }
 
 // promMethods answers other methods 405, as Prometheus' router does.
@@ -186,7 +199,7 @@ const promMaxFormBytes = 10 << 20
 // tsuid= parameters) goes to OpenTSDB's handler with its body intact.
 func (p *Handler) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("query") {
-		p.host.Timed("prom_query", promMethods(p.handleQuery, http.MethodGet, http.MethodPost))(w, r)
+		p.host.Timed("prom_query", promMethods(p.api.handleQuery, http.MethodGet, http.MethodPost))(w, r)
 		return
 	}
 	if r.Method == http.MethodPost && IsForm(r) && r.Body != nil {
@@ -201,7 +214,7 @@ func (p *Handler) handleQueryShared(w http.ResponseWriter, r *http.Request) {
 		}
 		if form, err := url.ParseQuery(string(body)); err == nil && form.Has("query") {
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			p.host.Timed("prom_query", p.handleQuery)(w, r)
+			p.host.Timed("prom_query", p.api.handleQuery)(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -216,4 +229,4 @@ func IsForm(r *http.Request) bool {
 	return strings.HasPrefix(strings.TrimSpace(ct), "application/x-www-form-urlencoded")
 }
 
-func (p *Handler) logger() *slog.Logger { return p.log }
+func (p *core) logger() *slog.Logger { return p.log }

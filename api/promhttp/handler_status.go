@@ -81,7 +81,7 @@ func promTSDBStats(in []series.Stat) []TSDBStat {
 // each list the limit (default 10, at most 10000) largest, the largest first.
 // headStats.numSeries counts the series of the index, chunkCount, minTime and
 // maxTime the chunks and points of the head.
-func (p *Handler) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 	limit := 10
 	if v := r.FormValue("limit"); v != "" {
 		var err error
@@ -120,6 +120,6 @@ func (p *Handler) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleBuildInfo is /api/v1/status/buildinfo (Shared.BuildInfo).
-func (p *Handler) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
+func (p *queryAPI) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
 	p.respond(w, p.shared.BuildInfo(), nil, nil)
 }

@@ -58,7 +58,7 @@ type promWriteOutcome struct {
 	storeErr error // the storage failed: 5xx
 }
 
-func (p *Handler) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
+func (p *remote) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
 	if o.msg == prom.MessageV2 {
 		h := w.Header()
 		h.Set(HeaderSamplesWritten, strconv.FormatInt(o.written, 10))
@@ -75,7 +75,7 @@ func (p *Handler) writeReply(w http.ResponseWriter, o *promWriteOutcome, code in
 	http.Error(w, quote.Message(msg), code)
 }
 
-func (p *Handler) handleWrite(w http.ResponseWriter, r *http.Request) {
+func (p *remote) handleWrite(w http.ResponseWriter, r *http.Request) {
 	o := &promWriteOutcome{}
 	msg, err := prom.ParseWriteContentType(r.Header.Get("Content-Type"))
 	if err != nil {
@@ -163,14 +163,14 @@ func (p *Handler) handleWrite(w http.ResponseWriter, r *http.Request) {
 
 // promWriteState is one request's scratch.
 type promWriteState struct {
-	p     *Handler
+	p     *remote
 	o     *promWriteOutcome
 	ctx   context.Context
 	batch *ingest.Batch
 	tags  []series.Tag
 }
 
-func (p *Handler) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
+func (p *remote) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
 	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: p.writer.NewBatch()}
 	dec := p.decoders.Get().(*prom.Decoder)
 	defer p.decoders.Put(dec)
