@@ -157,7 +157,12 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	var sampleErr error
-	wg.Go(func() { rep.RSS, sampleErr = sampleRSS(sctx, cfg.PID, start, cfg.SampleEvery, cfg.Progress) })
+	wg.Go(func() {
+		rep.RSS, sampleErr = sampleRSS(sctx, cfg.PID, start, cfg.SampleEvery, cfg.Progress)
+		if sampleErr != nil {
+			cancel() // the server is gone: nothing more to learn
+		}
+	})
 	rep.Queries = make(map[string]*SoakQueries, len(cfg.QueryDialects))
 	for _, d := range cfg.QueryDialects {
 		sq := &SoakQueries{}

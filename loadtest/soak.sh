@@ -14,12 +14,14 @@
 # (20000), SOAK_DIALECT (prom-rw1), SOAK_MAX_SLOPE (5), SOAK_MAX_SPREAD
 # (0.2), SOAK_VMEM_KB (the server's ulimit -v, 4000000), SOAK_OUT (where
 # the report, the JSON and the server's log go: /tmp/hourglass-soak),
-# SOAK_ARGS (more flags for hourglass-loadtest soak).
+# SOAK_ARGS (more flags for hourglass-loadtest soak), SOAK_SERVER_ARGS (more
+# flags for hourglass, e.g. -debug.pprof to take heap profiles during the run),
+# SOAK_GOMEMLIMIT (the server's GOMEMLIMIT, e.g. 1GiB; default none).
 set -euo pipefail
 
 : "${SOAK_DURATION:=10m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
 : "${SOAK_SAMPLE:=5s}" "${SOAK_SERIES:=20000}" "${SOAK_DIALECT:=prom-rw1}" "${SOAK_MAX_SLOPE:=5}"
-: "${SOAK_MAX_SPREAD:=0.2}" "${SOAK_VMEM_KB:=4000000}" "${SOAK_OUT:=/tmp/hourglass-soak}" "${SOAK_ARGS:=}"
+: "${SOAK_MAX_SPREAD:=0.2}" "${SOAK_VMEM_KB:=4000000}" "${SOAK_OUT:=/tmp/hourglass-soak}" "${SOAK_ARGS:=}" "${SOAK_SERVER_ARGS:=}" "${SOAK_GOMEMLIMIT:=}"
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$SOAK_OUT/bin"
@@ -41,7 +43,9 @@ cleanup() {
 trap cleanup EXIT
 
 # The subshell sets the limit and becomes the server: $! is its pid.
-( ulimit -v "$SOAK_VMEM_KB"; exec "$OUT/bin/hourglass" -listen 127.0.0.1:0 -data-dir "$DATA" ) >"$LOG" 2>&1 &
+# shellcheck disable=SC2086 # SOAK_SERVER_ARGS is a list of flags
+( ulimit -v "$SOAK_VMEM_KB"; [ -z "$SOAK_GOMEMLIMIT" ] || export GOMEMLIMIT="$SOAK_GOMEMLIMIT"
+  exec "$OUT/bin/hourglass" -listen 127.0.0.1:0 -data-dir "$DATA" $SOAK_SERVER_ARGS ) >"$LOG" 2>&1 &
 PID=$!
 ADDR=""
 for _ in $(seq 1 300); do
@@ -51,7 +55,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [ -n "$ADDR" ] || { echo "soak.sh: no 'hourglass listening on' line in 30 s" >&2; exit 2; }
-echo ">> server pid $PID on $ADDR (ulimit -v $SOAK_VMEM_KB kB), data in $DATA; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo ">> server pid $PID on $ADDR (ulimit -v $SOAK_VMEM_KB kB, GOMEMLIMIT ${SOAK_GOMEMLIMIT:-unset}), data in $DATA; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 rc=0
 # shellcheck disable=SC2086 # SOAK_ARGS is a list of flags
