@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,5 +209,27 @@ func TestSoakConfigChecked(t *testing.T) {
 		if _, err := Soak(context.Background(), c); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestSoakStopsWhenServerGone(t *testing.T) {
+	srv, _, _, _ := fakeTSDB(t, false)
+	cmd := exec.Command("sleep", "0.3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	cfg := soakConfig(srv.URL)
+	cfg.Measure, cfg.Rate, cfg.Duration, cfg.PID = 0, 2000, 20*time.Second, cmd.Process.Pid
+	t0 := time.Now()
+	r, err := Soak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("the soak ran %v after its server was gone", d)
+	}
+	if r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "sampling the server's memory") {
+		t.Fatalf("failures %v", r.Failures)
 	}
 }
