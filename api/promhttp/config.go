@@ -1,3 +1,9 @@
+// Package promhttp is the Prometheus dialect's handlers: remote write and
+// read, the query API on Prometheus' own PromQL engine, metadata, admin and
+// status. They parse with api/prom (the pure codec), call ingest/ and
+// query/, and encode. A Handler is built from the narrow interfaces it uses
+// (Deps), defined here where they are consumed; internal/app supplies the
+// concrete types and package api mounts the routes (dialect.Host).
 package promhttp
 
 import "time"
