@@ -71,6 +71,7 @@ type Batch struct {
 	buf     []byte
 	n       int
 	req     series.Request // the new series of the request, for its limit
+	names   NameRule       // the dialect's character rule (names.go)
 }
 
 // NewBatch returns an empty batch.
@@ -118,6 +119,10 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 		return err
 	}
 	if err := b.w.check(metric, tags); err != nil {
+		b.errs[i] = err
+		return err
+	}
+	if err := b.checkNames(metric, tags); err != nil {
 		b.errs[i] = err
 		return err
 	}

@@ -35,7 +35,7 @@ func (s *Store) Scan(ctx context.Context, t store.Table, ranges []store.KeyRange
 	rrs := make([]bt.RowRange, 0, len(ranges))
 	sizes := make([]int, 0, len(ranges))
 	for _, r := range ranges {
-		if isEmpty(r) {
+		if r.Empty() {
 			continue
 		}
 		// An empty start is the first key, an empty end no bound: the

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,11 +78,9 @@ type Store struct {
 	timeout time.Duration
 	log     *slog.Logger
 
-	// mu guards closed; inflight counts operations under way, which Close
-	// waits for.
-	mu       sync.RWMutex
-	closed   bool
-	inflight sync.WaitGroup
+	// guard refuses operations once Close has begun and lets Close wait
+	// for those under way.
+	guard store.Guard
 
 	// noDrop is set once DropRowRange has been refused (no permission):
 	// DeleteRange then deletes rows one by one.
@@ -94,7 +91,6 @@ var _ store.Store = (*Store)(nil)
 
 var (
 	errEmptyRow  = errors.New("store/bigtable: empty row key")
-	errRangeOrd  = errors.New("store/bigtable: scan ranges not sorted or overlapping")
 	tablePrefixR = regexp.MustCompile(`^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 )
 
@@ -163,19 +159,10 @@ func (s *Store) closeClients() error {
 	return errors.Join(s.client.Close(), s.admin.Close())
 }
 
-// enter registers an operation, or returns store.ErrClosed. Every enter
-// that returns nil must be paired with leave.
-func (s *Store) enter() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return store.ErrClosed
-	}
-	s.inflight.Add(1)
-	return nil
-}
+// enter registers an operation, or returns store.ErrClosed (store.Guard).
+func (s *Store) enter() error { return s.guard.Enter() }
 
-func (s *Store) leave() { s.inflight.Done() }
+func (s *Store) leave() { s.guard.Leave() }
 
 // begin checks what every table operation checks first.
 func (s *Store) begin(ctx context.Context, t store.Table) (*bt.Table, error) {
@@ -192,14 +179,9 @@ func (s *Store) begin(ctx context.Context, t store.Table) (*bt.Table, error) {
 // Close waits for the operations under way, then closes the clients. A
 // second Close returns store.ErrClosed.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return store.ErrClosed
+	if err := s.guard.Close(); err != nil {
+		return err
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.inflight.Wait()
 	if err := s.closeClients(); err != nil {
 		return fmt.Errorf("store/bigtable: close: %w", err)
 	}
@@ -507,7 +489,7 @@ func (s *Store) DeleteRange(ctx context.Context, t store.Table, r store.KeyRange
 	if err != nil {
 		return err
 	}
-	if isEmpty(r) {
+	if r.Empty() {
 		return nil
 	}
 	opctx, cancel := s.opContext(ctx)
@@ -583,24 +565,10 @@ func (s *Store) deleteRows(ctx, opctx context.Context, tbl *bt.Table, t store.Ta
 	}
 }
 
-// isEmpty reports whether r holds no row key.
-func isEmpty(r store.KeyRange) bool {
-	return len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0
-}
-
-// checkRanges checks that the non-empty ranges are sorted by Start and do
-// not overlap; only the last may be unbounded.
+// checkRanges is store.CheckRanges under this package's name.
 func checkRanges(ranges []store.KeyRange) error {
-	var prev *store.KeyRange
-	for i := range ranges {
-		r := &ranges[i]
-		if isEmpty(*r) {
-			continue
-		}
-		if prev != nil && (len(prev.End) == 0 || bytes.Compare(r.Start, prev.End) < 0) {
-			return fmt.Errorf("%w: range %d [%q, %q) after [%q, %q)", errRangeOrd, i, r.Start, r.End, prev.Start, prev.End)
-		}
-		prev = r
+	if err := store.CheckRanges(ranges); err != nil {
+		return fmt.Errorf("store/bigtable: %w", err)
 	}
 	return nil
 }

@@ -3,16 +3,12 @@ package pebble
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 
 	"hourglass/store"
 )
-
-// errRangeOrder reports ranges that are not sorted or that overlap.
-var errRangeOrder = errors.New("store/pebble: scan ranges not sorted or overlapping")
 
 // scanner holds the buffers of one Scan, so that a scan allocates nothing
 // per cell and, from the pool, little per call.
@@ -64,7 +60,7 @@ func (sc *scanner) scan(ctx context.Context, it *pebbledb.Iterator, t store.Tabl
 	done := ctx.Done()
 	n := 0
 	for _, r := range ranges {
-		if isEmpty(r) {
+		if r.Empty() {
 			continue
 		}
 		sc.start = appendBound(sc.start[:0], t, r.Start)
@@ -121,24 +117,10 @@ func canceled(done <-chan struct{}) bool {
 	}
 }
 
-// isEmpty reports whether r holds no row key.
-func isEmpty(r store.KeyRange) bool {
-	return len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0
-}
-
-// checkRanges checks that the non-empty ranges are sorted by Start and do
-// not overlap; only the last may be unbounded.
+// checkRanges is store.CheckRanges under this package's name.
 func checkRanges(ranges []store.KeyRange) error {
-	var prev *store.KeyRange
-	for i := range ranges {
-		r := &ranges[i]
-		if isEmpty(*r) {
-			continue
-		}
-		if prev != nil && (len(prev.End) == 0 || bytes.Compare(r.Start, prev.End) < 0) {
-			return fmt.Errorf("%w: range %d [%q, %q) after [%q, %q)", errRangeOrder, i, r.Start, r.End, prev.Start, prev.End)
-		}
-		prev = r
+	if err := store.CheckRanges(ranges); err != nil {
+		return fmt.Errorf("store/pebble: %w", err)
 	}
 	return nil
 }

@@ -21,11 +21,9 @@ type Store struct {
 	db  *pebbledb.DB
 	dir string
 
-	// mu guards closed; inflight counts the operations under way, which
-	// Close waits for before it closes the database.
-	mu       sync.RWMutex
-	closed   bool
-	inflight sync.WaitGroup
+	// guard refuses operations once Close has begun and lets Close wait
+	// for those under way.
+	guard store.Guard
 
 	// locks serialise the read-modify-writes of Increment and PutIfAbsent,
 	// striped by cell.
@@ -77,19 +75,10 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	return s, nil
 }
 
-// enter registers an operation, or returns store.ErrClosed. Every enter
-// that returns nil must be paired with leave.
-func (s *Store) enter() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return store.ErrClosed
-	}
-	s.inflight.Add(1)
-	return nil
-}
+// enter registers an operation, or returns store.ErrClosed (store.Guard).
+func (s *Store) enter() error { return s.guard.Enter() }
 
-func (s *Store) leave() { s.inflight.Done() }
+func (s *Store) leave() { s.guard.Leave() }
 
 // begin checks what every table operation checks first: the context and
 // the table.
@@ -104,14 +93,9 @@ func begin(ctx context.Context, t store.Table) error {
 // Close must not be called from a Scan callback. A second Close returns
 // store.ErrClosed.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return store.ErrClosed
+	if err := s.guard.Close(); err != nil {
+		return err
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.inflight.Wait()
 	// A clean close leaves everything in SSTables: the next open replays no
 	// log, and what the data takes on disk is its compressed size.
 	flushErr := s.db.Flush()

@@ -104,7 +104,7 @@ func TestScanRejectsUnsortedRanges(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.Scan(context.Background(), store.TableData, tc.ranges, func(store.Cell) bool { return true })
-			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, errRangeOrder)) {
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, store.ErrRangeOrder)) {
 				t.Fatalf("Scan = %v, want ok %v", err, tc.ok)
 			}
 		})
