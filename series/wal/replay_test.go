@@ -58,12 +58,25 @@ func editFile(t *testing.T, dir string, seg int, fn func([]byte) []byte) {
 	}
 }
 
-func TestReplayRepairsDamage(t *testing.T) {
-	type damage struct {
-		seg    int   // damaged segment
-		offset int64 // where the damage starts
-		cause  error // what the CorruptionError wraps; nil: anything
-	}
+// repairDamage is a damage the replay must report: the segment, where it
+// starts, and what the CorruptionError wraps (nil: anything).
+type repairDamage struct {
+	seg    int   // damaged segment
+	offset int64 // where the damage starts
+	cause  error // what the CorruptionError wraps; nil: anything
+}
+
+// repairCase is one damaged log of TestReplayRepairsDamage.
+type repairCase struct {
+	name   string
+	edits  map[int]func([]byte) []byte // segment → edit
+	keep   [3]int                      // records left in segments 1, 2, 3
+	damage []repairDamage
+}
+
+// repairCases returns the damaged logs TestReplayRepairsDamage replays.
+func repairCases() []repairCase {
+	type damage = repairDamage
 	flip := func(off int64) func([]byte) []byte {
 		return func(b []byte) []byte { b[off] ^= 0x20; return b }
 	}
@@ -77,12 +90,7 @@ func TestReplayRepairsDamage(t *testing.T) {
 		return func(b []byte) []byte { return append(b, tail...) }
 	}
 	end := recOffset(recsPerSeg)
-	for _, tc := range []struct {
-		name   string
-		edits  map[int]func([]byte) []byte // segment → edit
-		keep   [3]int                      // records left in segments 1, 2, 3
-		damage []damage
-	}{
+	return []repairCase{
 		{
 			name:  "intact",
 			edits: nil,
@@ -211,7 +219,11 @@ func TestReplayRepairsDamage(t *testing.T) {
 			edits: map[int]func([]byte) []byte{2: cut(0)},
 			keep:  [3]int{10, 0, 10},
 		},
-	} {
+	}
+}
+
+func TestReplayRepairsDamage(t *testing.T) {
+	for _, tc := range repairCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			m := new(Metrics)
 			opts := Options{Dir: t.TempDir(), Metrics: m}
