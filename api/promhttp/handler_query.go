@@ -21,6 +21,7 @@ import (
 	"hourglass/api/dialect"
 	"hourglass/api/prom"
 	"hourglass/internal/errclass"
+	"hourglass/internal/quote"
 	"hourglass/query"
 )
 
@@ -61,7 +62,11 @@ func promErrorStatus(typ string) int {
 	return http.StatusInternalServerError
 }
 
+// respondError writes a Prometheus error envelope. The message is bounded by
+// quote.Message (about 1 KiB), whatever input it quotes: a 1 MB PromQL
+// expression with a syntax error, a huge match[] or label value.
 func (p *core) respondError(w http.ResponseWriter, typ, msg string) {
+	msg = quote.Message(msg)
 	code := promErrorStatus(typ)
 	if code >= 500 && code != http.StatusServiceUnavailable {
 		p.log.Error("prometheus api error", "type", typ, "err", msg)
