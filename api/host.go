@@ -12,6 +12,7 @@ import (
 
 	"hourglass/api/auth"
 	"hourglass/api/dialect"
+	"hourglass/api/opentsdbhttp"
 )
 
 // The server is the dialects' host (dialect.Host): bodies, timing,
@@ -76,15 +77,25 @@ func (s *Server) serveTelnet(c net.Conn, br *bufio.Reader) {
 	if s.auth != nil && s.auth.Enabled() && !s.cfg.Conn.TelnetAllowUnauthenticated {
 		// The line protocol has no way to authenticate.
 		s.auth.Fail(auth.ReasonTelnetRefused, c.RemoteAddr().String(), "telnet")
+		const msg = "error: authentication is on and the telnet protocol cannot authenticate: use HTTP /api/put, or start hourglass with -telnet.allow-unauthenticated"
+		s.rejects.telnetRejected(opentsdbhttp.RejectAuth, "", c.RemoteAddr().String(), msg)
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write([]byte("error: authentication is on and the telnet protocol cannot authenticate: use HTTP /api/put, or start hourglass with -telnet.allow-unauthenticated\n"))
+		_, _ = c.Write([]byte(msg + "\n"))
 		return
 	}
-	s.ots.ServeTelnet(c, br, telnetConn{s})
+	s.ots.ServeTelnet(c, br, telnetConn{s, c.RemoteAddr().String()})
 }
 
 // telnetConn is the server's side of a telnet connection (opentsdbhttp.TelnetConn).
-type telnetConn struct{ s *Server }
+type telnetConn struct {
+	s      *Server
+	remote string
+}
+
+// Rejected counts and logs a rejected line (reject_log.go).
+func (t telnetConn) Rejected(kind, cmd, msg string) {
+	t.s.rejects.telnetRejected(kind, cmd, t.remote, msg)
+}
 
 func (t telnetConn) Closing() bool { return t.s.isClosing() }
 func (t telnetConn) IdleTimeout()  { t.s.cm.timeouts.WithLabelValues("telnet_idle").Inc() }

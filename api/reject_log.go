@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"hourglass/api/opentsdbhttp"
 	"hourglass/internal/quote"
 )
 
@@ -26,6 +28,7 @@ type rejectLog struct {
 	log     *slog.Logger
 	rate    float64
 	counter *prometheus.CounterVec
+	telnet  *prometheus.CounterVec
 
 	mu         sync.Mutex
 	tokens     float64
@@ -44,9 +47,16 @@ func newRejectLog(reg *prometheus.Registry, log *slog.Logger) *rejectLog {
 			Name: "hourglass_requests_rejected_total",
 			Help: "HTTP requests answered with a 4xx or 5xx, by route and status code (each is logged, rate-limited).",
 		}, []string{"route", "code"}),
+		telnet: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_telnet_rejected_total",
+			Help: "Telnet lines rejected, by kind: put (a bad or refused point), unknown (command), too_long (past -telnet-max-line), auth (connection refused), storage (each is logged, rate-limited).",
+		}, []string{"kind"}),
+	}
+	for _, k := range []string{opentsdbhttp.RejectPut, opentsdbhttp.RejectUnknown, opentsdbhttp.RejectTooLong, opentsdbhttp.RejectAuth, opentsdbhttp.RejectStorage} {
+		l.telnet.WithLabelValues(k)
 	}
 	if reg != nil {
-		reg.MustRegister(l.counter)
+		reg.MustRegister(l.counter, l.telnet)
 	}
 	return l
 }
@@ -54,21 +64,10 @@ func newRejectLog(reg *prometheus.Registry, log *slog.Logger) *rejectLog {
 // rejected counts and, within the rate, logs one rejected request.
 func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string) {
 	l.counter.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	l.mu.Lock()
-	now := l.now()
-	if !l.last.IsZero() {
-		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-	}
-	l.last = now
-	if l.tokens < 1 {
-		l.suppressed++
-		l.mu.Unlock()
+	ok, suppressed := l.allow()
+	if !ok {
 		return
 	}
-	l.tokens--
-	suppressed := l.suppressed
-	l.suppressed = 0
-	l.mu.Unlock()
 	level := slog.LevelWarn
 	if code >= 500 {
 		level = slog.LevelError
@@ -79,6 +78,47 @@ func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string
 		attrs = append(attrs, "suppressed_before", suppressed)
 	}
 	l.log.Log(r.Context(), level, "request rejected", attrs...)
+}
+
+// telnetRejected counts and, within the same rate as HTTP rejections (one
+// token bucket), logs one rejected telnet line: route "telnet", the command
+// (bounded), the remote address and the message (bounded by quote).
+func (l *rejectLog) telnetRejected(kind, cmd, remote, msg string) {
+	l.telnet.WithLabelValues(kind).Inc()
+	ok, suppressed := l.allow()
+	if !ok {
+		return
+	}
+	level := slog.LevelWarn
+	if kind == opentsdbhttp.RejectStorage {
+		level = slog.LevelError
+	}
+	attrs := []any{"route", "telnet", "command", quote.String(cmd), "kind", kind,
+		"remote", remote, "message", quote.Message(msg)}
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed_before", suppressed)
+	}
+	l.log.Log(context.Background(), level, "request rejected", attrs...)
+}
+
+// allow takes a token of the rate limit: ok is whether a line may be
+// logged, suppressed how many were dropped since the last one logged.
+func (l *rejectLog) allow() (ok bool, suppressed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		l.suppressed++
+		return false, 0
+	}
+	l.tokens--
+	suppressed = l.suppressed
+	l.suppressed = 0
+	return true, suppressed
 }
 
 // replyCapture keeps the first bytes of an error reply's body, for the log;

@@ -29,7 +29,21 @@ type TelnetConn interface {
 	ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error)
 	// IsTimeout reports whether a read error is a deadline passing.
 	IsTimeout(err error) bool
+	// Rejected counts and logs (rate-limited) one rejected line: kind is
+	// one of the Reject constants, cmd the line's command, msg the reply.
+	Rejected(kind, cmd, msg string)
 }
+
+// Kinds of rejected telnet lines (TelnetConn.Rejected), the values of the
+// label kind of hourglass_telnet_rejected_total: a fixed set, so an unknown
+// command is never a label value.
+const (
+	RejectPut     = "put"      // a bad put line, or a point refused when added or committed
+	RejectUnknown = "unknown"  // an unknown command
+	RejectTooLong = "too_long" // a line past TelnetMaxLine
+	RejectAuth    = "auth"     // a connection refused: authentication is on
+	RejectStorage = "storage"  // a batch the storage could not take
+)
 
 // ServeTelnet runs the line protocol on one connection (the server has
 // tracked it and checked that it may speak): put lines are parsed as they
@@ -55,10 +69,14 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		failed := batch.Failed()
 		if err != nil {
 			failed = batch.Len()
-			_, _ = bw.WriteString("put: storage error: " + err.Error() + "\n")
+			msg := "put: storage error: " + err.Error()
+			t.Rejected(RejectStorage, opentsdb.CmdPut, msg)
+			_, _ = bw.WriteString(msg + "\n")
 		} else {
 			for _, e := range batch.CommitErrors() {
-				_, _ = bw.WriteString("put: illegal argument: " + e.Error() + "\n")
+				msg := "put: illegal argument: " + e.Error()
+				t.Rejected(RejectPut, opentsdb.CmdPut, msg)
+				_, _ = bw.WriteString(msg + "\n")
 			}
 		}
 		s.host.Points("opentsdb_telnet", "stored").Add(float64(batch.Len() - failed))
@@ -84,7 +102,9 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		if err != nil {
 			commit()
 			if errors.Is(err, ErrLineTooLong) {
-				_, _ = bw.WriteString("put: illegal argument: line longer than " + strconv.Itoa(s.cfg.TelnetMaxLine) + " bytes; discarded\n")
+				msg := "put: illegal argument: line longer than " + strconv.Itoa(s.cfg.TelnetMaxLine) + " bytes; discarded"
+				t.Rejected(RejectTooLong, "", msg)
+				_, _ = bw.WriteString(msg + "\n")
 				if bw.Flush() != nil {
 					return
 				}
@@ -103,6 +123,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		case opentsdb.CmdPut:
 			if perr := parser.Parse(line, &dp); perr != nil {
 				batch.Reject(perr)
+				t.Rejected(RejectPut, cmd, perr.Error())
 				_, _ = bw.WriteString(perr.Error() + "\n")
 				break
 			}
@@ -119,7 +140,9 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 				}
 			}
 			if aerr != nil {
-				_, _ = bw.WriteString("put: illegal argument: " + aerr.Error() + "\n")
+				msg := "put: illegal argument: " + aerr.Error()
+				t.Rejected(RejectPut, cmd, msg)
+				_, _ = bw.WriteString(msg + "\n")
 			}
 		case "exit":
 			commit()
@@ -139,7 +162,9 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 				_, _ = bw.WriteString(st + "\n")
 			}
 		default:
-			_, _ = bw.WriteString(opentsdb.UnknownCommand(cmd) + "\n")
+			msg := opentsdb.UnknownCommand(cmd)
+			t.Rejected(RejectUnknown, cmd, msg)
+			_, _ = bw.WriteString(msg + "\n")
 		}
 		if batch.Len() >= telnetBatch || br.Buffered() == 0 {
 			if !commit() {
