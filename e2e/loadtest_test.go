@@ -9,38 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"hourglass/loadtest"
 )
 
-var (
-	loadtestOnce sync.Once
-	loadtestBin  string
-	loadtestErr  error
-)
-
 // loadtestBinary builds cmd/hourglass-loadtest once per test run.
 func loadtestBinary(t *testing.T) string {
 	t.Helper()
-	loadtestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hourglass-e2e-loadtest")
-		if err != nil {
-			loadtestErr = err
-			return
-		}
-		loadtestBin = filepath.Join(dir, "hourglass-loadtest")
-		out, err := exec.Command("go", "build", "-o", loadtestBin, "hourglass/cmd/hourglass-loadtest").CombinedOutput()
-		if err != nil {
-			loadtestErr = fmt.Errorf("building hourglass-loadtest: %v\n%s", err, out)
-		}
-	})
-	if loadtestErr != nil {
-		t.Fatal(loadtestErr)
-	}
-	return loadtestBin
+	return toolBinary(t, "hourglass-loadtest")
 }
 
 // runLoadtest runs the loadtest binary and returns its JSON report.

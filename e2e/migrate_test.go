@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,31 +29,10 @@ import (
 // /api/query, and remote read), and from Prometheus' own remote-read
 // handler, then compare what both sides hold.
 
-var (
-	migrateOnce sync.Once
-	migrateBin  string
-	migrateErr  error
-)
-
 // migrateBinary builds cmd/hourglass-migrate once per test run.
 func migrateBinary(t *testing.T) string {
 	t.Helper()
-	migrateOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hourglass-e2e-migrate")
-		if err != nil {
-			migrateErr = err
-			return
-		}
-		migrateBin = filepath.Join(dir, "hourglass-migrate")
-		out, err := exec.Command("go", "build", "-o", migrateBin, "hourglass/cmd/hourglass-migrate").CombinedOutput()
-		if err != nil {
-			migrateErr = fmt.Errorf("building hourglass-migrate: %v\n%s", err, out)
-		}
-	})
-	if migrateErr != nil {
-		t.Fatal(migrateErr)
-	}
-	return migrateBin
+	return toolBinary(t, "hourglass-migrate")
 }
 
 // runMigrate runs the tool to completion and returns its exit code and stderr.
