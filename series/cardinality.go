@@ -4,33 +4,20 @@ import (
 	"container/heap"
 	"math"
 	"sort"
+
+	"hourglass/model"
 )
 
 // MetricLabel is the label name the metric has in Prometheus' terms, under
 // which cardinality figures count metric names.
 const MetricLabel = "__name__"
 
-// Stat is one figure of a cardinality list: a name and its count.
-type Stat struct {
-	Name  string
-	Value uint64
-}
+// Stat is one figure of a cardinality list: a name and its count (model.Stat).
+type Stat = model.Stat
 
 // CardinalityStats are the figures of Prometheus' /api/v1/status/tsdb,
-// computed from the series index: each list holds at most the limit asked
-// for, the largest first (ties by name).
-type CardinalityStats struct {
-	NumSeries     uint64 // series in the index
-	NumLabelPairs int    // distinct label name=value pairs, metric names included
-	ChunkCount    int64  // chunks in the head: open, and sealed not yet in the store
-	MinTime       int64  // the oldest point in the head (ms); math.MaxInt64 when it is empty
-	MaxTime       int64  // the newest point in the head (ms); math.MinInt64 when it is empty
-
-	SeriesCountByMetricName     []Stat // series per metric
-	LabelValueCountByLabelName  []Stat // distinct values per label name (__name__: metrics)
-	MemoryInBytesByLabelName    []Stat // bytes of the name and value of each label, summed over the series holding it
-	SeriesCountByLabelValuePair []Stat // series per name=value pair
-}
+// computed from the series index (model.CardinalityStats).
+type CardinalityStats = model.CardinalityStats
 
 // Cardinality returns the index's cardinality figures, each list cut to
 // limit entries. It walks the postings of the index under its read lock,
@@ -60,7 +47,7 @@ func (ix *Index) cardinality(limit int) CardinalityStats {
 		if n == 0 {
 			continue
 		}
-		metrics.push(Stat{m, n})
+		metrics.push(Stat{Name: m, Value: n})
 		pairs[pair{MetricLabel, m}] += n
 		values[MetricLabel]++
 		memory[MetricLabel] += uint64(len(MetricLabel)+len(m)) * n
@@ -82,7 +69,7 @@ func (ix *Index) cardinality(limit int) CardinalityStats {
 	top := newTopK(limit)
 	for p, n := range pairs {
 		if top.wants(n) { // the name is made only for a pair that may be kept
-			top.push(Stat{p.name + "=" + p.value, n})
+			top.push(Stat{Name: p.name + "=" + p.value, Value: n})
 		}
 	}
 	st.SeriesCountByLabelValuePair = top.sorted()
@@ -124,7 +111,7 @@ func (h *Head) headSpan() (chunks, minT, maxT int64) {
 func topOf(m map[string]uint64, limit int) []Stat {
 	top := newTopK(limit)
 	for k, n := range m {
-		top.push(Stat{k, n})
+		top.push(Stat{Name: k, Value: n})
 	}
 	return top.sorted()
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"hourglass/chunk"
+	"hourglass/model"
 	"hourglass/rowkey"
 	"hourglass/store"
 	"hourglass/uid"
@@ -45,8 +46,9 @@ type deleteJob struct {
 const deleteExactRows = 4096
 
 // ErrDeleteUnfinished is returned by Delete when ctx ends before the store
-// is rewritten; the delete is durable and completes in the background.
-var ErrDeleteUnfinished = errors.New("series: the delete is recorded and will complete in the background")
+// is rewritten; the delete is durable and completes in the background
+// (model.ErrDeleteUnfinished).
+var ErrDeleteUnfinished = model.ErrDeleteUnfinished
 
 // Deleter runs deletes: the tombstone into the head's WAL and memory,
 // then, in the flusher's queue, the rewrite of the rows of the range in the

@@ -1,12 +1,9 @@
 package series
 
-// Stats are figures for /api/stats and the status page.
-type Stats struct {
-	Series       int   // series in the head
-	IndexSeries  int   // series in the index
-	PointsInHead int   // points in open and sealed-but-unwritten chunks
-	WALBytes     int64 // bytes of WAL on disk
-}
+import "hourglass/model"
+
+// Stats are figures for /api/stats and the status page (model.Stats).
+type Stats = model.Stats
 
 // Stats returns current figures.
 func (h *Head) Stats() Stats {

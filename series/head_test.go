@@ -115,7 +115,7 @@ func (e *env) read(metric string, start, end int64) map[string][]chunk.Point {
 }
 
 func host(i int) series.Labels {
-	return series.MakeLabels("sys.cpu", []series.Tag{{"host", fmt.Sprintf("web%02d", i)}, {"dc", "lga"}})
+	return series.MakeLabels("sys.cpu", []series.Tag{{Key: "host", Value: fmt.Sprintf("web%02d", i)}, {Key: "dc", Value: "lga"}})
 }
 
 const t0 = int64(1_700_000_000_000) - int64(1_700_000_000_000)%rowkey.HourMs

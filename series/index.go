@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"hourglass/model"
 	"hourglass/store"
 )
 
@@ -36,45 +37,9 @@ func dayQualifier(day uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{'d'}, day)
 }
 
-// Entry is one series in the index. Its fields never change after creation
-// except the days, which are guarded by the index lock.
-type Entry struct {
-	Labels Labels
-	TSUID  []byte
-	Salt   byte
-	days   []dayRange // sorted, disjoint, not adjacent
-}
-
-type dayRange struct{ first, last uint32 }
-
-// hasDays reports whether the entry had data in a day of [first, last].
-func (e *Entry) hasDays(first, last uint32) bool {
-	i := sort.Search(len(e.days), func(i int) bool { return e.days[i].last >= first })
-	return i < len(e.days) && e.days[i].first <= last
-}
-
-// addDay records day and reports whether it was new.
-func (e *Entry) addDay(day uint32) bool {
-	i := sort.Search(len(e.days), func(i int) bool { return e.days[i].last+1 >= day })
-	if i < len(e.days) && e.days[i].first <= day && day <= e.days[i].last {
-		return false
-	}
-	switch {
-	case i < len(e.days) && e.days[i].last+1 == day:
-		e.days[i].last = day
-		if i+1 < len(e.days) && e.days[i+1].first == day+1 {
-			e.days[i].last = e.days[i+1].last
-			e.days = append(e.days[:i+1], e.days[i+2:]...)
-		}
-	case i < len(e.days) && e.days[i].first == day+1:
-		e.days[i].first = day
-	default:
-		e.days = append(e.days, dayRange{})
-		copy(e.days[i+1:], e.days[i:])
-		e.days[i] = dayRange{day, day}
-	}
-	return true
-}
+// Entry is one series in the index (model.Entry). Its fields never change
+// after creation except the days, which are guarded by the index lock.
+type Entry = model.Entry
 
 type metricIndex struct {
 	series   []*Entry
@@ -112,7 +77,7 @@ func (ix *Index) add(l Labels, tsuid []byte, salt byte, day uint32, muts []store
 	if lim := ix.lim.Load(); lim != nil {
 		lim.release(l) // counted by the index now
 	}
-	if e.addDay(day) {
+	if e.AddDay(day) {
 		muts = append(muts, store.Mutation{Row: tsuid, Qualifier: dayQualifier(day)})
 	}
 	return e, muts
@@ -121,7 +86,7 @@ func (ix *Index) add(l Labels, tsuid []byte, salt byte, day uint32, muts []store
 // addDay records that e has data on day and returns the mutation that persists it, if new.
 func (ix *Index) addDay(e *Entry, day uint32, muts []store.Mutation) []store.Mutation {
 	ix.mu.Lock()
-	isNew := e.addDay(day)
+	isNew := e.AddDay(day)
 	ix.mu.Unlock()
 	if isNew {
 		muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: dayQualifier(day)})
@@ -138,7 +103,7 @@ func (ix *Index) insertLocked(e *Entry) {
 	}
 	mi.series = append(mi.series, e)
 	e.Labels.Range(func(k, v string) bool {
-		t := Tag{k, v}
+		t := Tag{Key: k, Value: v}
 		mi.postings[t] = append(mi.postings[t], e)
 		mi.keys[k]++
 		return true
@@ -158,7 +123,7 @@ func (ix *Index) load(ctx context.Context, st store.Store, salt func([]byte) byt
 		}
 		if cur.Labels != "" && cur.Labels.Valid() {
 			for _, d := range days {
-				cur.addDay(d)
+				cur.AddDay(d)
 			}
 			ix.insertLocked(cur)
 		}
@@ -187,12 +152,8 @@ func (ix *Index) load(ctx context.Context, st store.Store, salt func([]byte) byt
 	return nil
 }
 
-// Matcher selects series by one tag. Matches is called with present=false
-// when the series lacks the key.
-type Matcher interface {
-	Key() string
-	Matches(value string, present bool) bool
-}
+// Matcher selects series by one tag (model.Matcher).
+type Matcher = model.Matcher
 
 // literalMatcher is implemented by matchers that accept exactly a set of
 // values, so the index can answer them from its postings.
@@ -222,7 +183,7 @@ func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, st
 		}
 		var union []*Entry
 		for _, v := range vals {
-			union = append(union, mi.postings[Tag{m.Key(), v}]...)
+			union = append(union, mi.postings[Tag{Key: m.Key(), Value: v}]...)
 		}
 		if len(union) < len(candidates) {
 			candidates = union
@@ -239,7 +200,7 @@ func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, st
 	var out []*Entry
 	seen := map[*Entry]bool{}
 	for _, e := range candidates {
-		if seen[e] || !e.hasDays(first, last) || !matchAll(e.Labels, matchers) {
+		if seen[e] || !e.HasDays(first, last) || !matchAll(e.Labels, matchers) {
 			continue
 		}
 		if keys != nil && !sameKeys(e.Labels, keys) {
@@ -342,11 +303,12 @@ func (ix *Index) dataSpan(tsuid []byte, start, end int64) (first, last int64, ok
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	e := ix.byTSUID[string(tsuid)]
-	if e == nil || len(e.days) == 0 || !e.hasDays(dayOf(start), dayOf(end)) {
+	if e == nil || !e.HasDays(dayOf(start), dayOf(end)) {
 		return 0, 0, false
 	}
-	first = max(start, int64(e.days[0].first)*dayMs)
-	last = min(end, int64(e.days[len(e.days)-1].last+1)*dayMs-1)
+	firstDay, lastDay, _ := e.DaySpan()
+	first = max(start, int64(firstDay)*dayMs)
+	last = min(end, int64(lastDay+1)*dayMs-1)
 	return first, last, first <= last
 }
 

@@ -406,7 +406,7 @@ func (ix *Index) addHeldDay(tsuid []byte, day uint32) (held bool, newDays int) {
 	if e == nil {
 		return false, 0
 	}
-	if e.addDay(day) {
+	if e.AddDay(day) {
 		newDays = 1
 	}
 	return true, newDays
@@ -424,7 +424,7 @@ func (ix *Index) merge(l Labels, tsuid []byte, salt func([]byte) byte, day uint3
 		ix.insertLocked(e)
 		newSeries = 1
 	}
-	if e.addDay(day) {
+	if e.AddDay(day) {
 		newDays = 1
 	}
 	return newSeries, newDays

@@ -115,8 +115,8 @@ func TestIndexSyncBetweenNodes(t *testing.T) {
 	a := openSyncNode(t, st, 1, dir)
 	b := openSyncNode(t, st, 2, dir)
 	day1, day2 := syncT0+1000, syncT0+dayMs+1000
-	h1 := MakeLabels("m", []Tag{{"host", "a"}})
-	h2 := MakeLabels("m", []Tag{{"host", "b"}})
+	h1 := MakeLabels("m", []Tag{{Key: "host", Value: "a"}})
+	h2 := MakeLabels("m", []Tag{{Key: "host", Value: "b"}})
 
 	a.append(h1, day1) // a series only A knows
 	b.append(h2, day1) // one only B knows
@@ -147,7 +147,7 @@ func TestIndexSyncBetweenNodes(t *testing.T) {
 	if got := counterValue(a.head.feed.learnedSeries); got != learned {
 		t.Fatalf("a step with nothing new learned %v series", got-learned)
 	}
-	h3 := MakeLabels("m", []Tag{{"host", "c"}})
+	h3 := MakeLabels("m", []Tag{{Key: "host", Value: "c"}})
 	c.append(h3, day2)
 	c.flush()
 	a.step()
@@ -183,7 +183,7 @@ func TestIndexSyncDayOfUnknownSeries(t *testing.T) {
 	st := openPebble(t, dir)
 	a := openSyncNode(t, st, 1, dir)
 	ctx := context.Background()
-	l := MakeLabels("quiet", []Tag{{"k", "v"}})
+	l := MakeLabels("quiet", []Tag{{Key: "k", Value: "v"}})
 	tsuid, err := a.head.resolve(ctx, l)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestIndexSyncFeedBeforeIndex(t *testing.T) {
 	dir := t.TempDir()
 	st := openPebble(t, dir)
 	a := openSyncNode(t, st, 1, dir)
-	l := MakeLabels("lost", []Tag{{"k", "v"}})
+	l := MakeLabels("lost", []Tag{{Key: "k", Value: "v"}})
 	tsuid, err := a.head.resolve(context.Background(), l)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestIndexSyncRetention(t *testing.T) {
 	b := openSyncNode(t, st, 2, dir)
 	a.head.feed.now, b.head.feed.now = now, now
 
-	a.append(MakeLabels("m", []Tag{{"host", "a"}}), syncT0)
+	a.append(MakeLabels("m", []Tag{{Key: "host", Value: "a"}}), syncT0)
 	a.flush()
 	feed := func(w uint16) int {
 		n := 0
@@ -322,7 +322,7 @@ func TestAppendDuringOutage(t *testing.T) {
 	}
 	defer h.Close()
 	ctx := context.Background()
-	known := MakeLabels("m", []Tag{{"host", "known"}})
+	known := MakeLabels("m", []Tag{{Key: "host", Value: "known"}})
 	append1 := func(l Labels, ts int64) (error, error) {
 		errs := make([]error, 1)
 		err := h.Append(ctx, []Sample{{Labels: l, T: ts, V: chunk.Int(1)}}, errs)
@@ -333,7 +333,7 @@ func TestAppendDuringOutage(t *testing.T) {
 	}
 
 	st.set(false, true)
-	err, perr := append1(MakeLabels("m", []Tag{{"host", "new"}}), syncT0)
+	err, perr := append1(MakeLabels("m", []Tag{{Key: "host", Value: "new"}}), syncT0)
 	if !errors.Is(err, store.ErrUnavailable) || perr != nil {
 		t.Fatalf("a new series during an outage: batch error %v, point error %v; want the batch refused as unavailable", err, perr)
 	}
@@ -364,7 +364,7 @@ func TestAppendDuringOutage(t *testing.T) {
 	// new series included; every acknowledged point is readable.
 	st.set(false, false)
 	for {
-		err, perr := append1(MakeLabels("m", []Tag{{"host", "new"}}), syncT0+3000)
+		err, perr := append1(MakeLabels("m", []Tag{{Key: "host", Value: "new"}}), syncT0+3000)
 		if err == nil && perr == nil {
 			break
 		}
@@ -453,7 +453,7 @@ func TestFlushReadsRowsAtOnce(t *testing.T) {
 	h := open()
 	var first []Sample
 	for i := 0; i < 200; i++ {
-		first = append(first, Sample{Labels: MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}}), T: syncT0 + 1000, V: chunk.Int(1)})
+		first = append(first, Sample{Labels: MakeLabels("m", []Tag{{Key: "host", Value: fmt.Sprint(i)}}), T: syncT0 + 1000, V: chunk.Int(1)})
 	}
 	if err := h.Append(ctx, first, make([]error, len(first))); err != nil {
 		t.Fatal(err)
@@ -474,7 +474,7 @@ func TestFlushReadsRowsAtOnce(t *testing.T) {
 	defer h.Close()
 	var second []Sample
 	for i := 0; i < 200; i++ {
-		l := MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}})
+		l := MakeLabels("m", []Tag{{Key: "host", Value: fmt.Sprint(i)}})
 		second = append(second, Sample{Labels: l, T: syncT0 + 500, V: chunk.Int(2)}, Sample{Labels: l, T: syncT0 + 1000, V: chunk.Int(3)})
 	}
 	if err := h.Append(ctx, second, make([]error, len(second))); err != nil {
@@ -490,7 +490,7 @@ func TestFlushReadsRowsAtOnce(t *testing.T) {
 		t.Fatalf("flushing 200 overlapping rows read rows %d times one by one; want the 200 merges and a few batches of one", n)
 	}
 	for i := 0; i < 200; i += 37 {
-		tsuid, err := h.resolve(ctx, MakeLabels("m", []Tag{{"host", fmt.Sprint(i)}}))
+		tsuid, err := h.resolve(ctx, MakeLabels("m", []Tag{{Key: "host", Value: fmt.Sprint(i)}}))
 		if err != nil {
 			t.Fatal(err)
 		}

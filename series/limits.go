@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"hourglass/internal/errclass"
+	"hourglass/model"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -41,8 +41,8 @@ func DefaultSeriesLimits() SeriesLimits {
 }
 
 // ErrSeriesLimit is wrapped by every refusal of a new series over a limit;
-// it is in the class errclass.ErrInvalid.
-var ErrSeriesLimit = errclass.New(errclass.ErrInvalid, "series limit reached")
+// it is in the class errclass.ErrInvalid (model.ErrSeriesLimit).
+var ErrSeriesLimit = model.ErrSeriesLimit
 
 // SeriesLimitError names the limit that refused a new series, by its flag.
 type SeriesLimitError struct {

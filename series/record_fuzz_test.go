@@ -11,7 +11,7 @@ import (
 // nor hand on labels that are not valid) and round-trips the records the
 // head writes.
 func FuzzRecord(f *testing.F) {
-	l1 := MakeLabels("sys.cpu", []Tag{{"host", "a"}})
+	l1 := MakeLabels("sys.cpu", []Tag{{Key: "host", Value: "a"}})
 	l2 := MakeLabels("sys.mem", nil)
 	var rec []byte
 	rec = appendSeriesDef(rec, 1, l1)

@@ -91,7 +91,8 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	ix.mu.RLock()
 	for _, mi := range ix.metrics {
 		for _, e := range mi.series {
-			if len(e.days) == 0 || int64(e.days[0].first)*dayMs >= cutoff {
+			firstDay, lastDay, ok := e.DaySpan()
+			if !ok || int64(firstDay)*dayMs >= cutoff {
 				continue
 			}
 			m := string(e.TSUID[:mw])
@@ -99,7 +100,7 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 				old[m] = map[byte]bool{}
 			}
 			old[m][e.Salt] = true
-			if int64(e.days[len(e.days)-1].last+1)*dayMs <= cutoff {
+			if int64(lastDay+1)*dayMs <= cutoff {
 				idle = append(idle, e)
 			}
 		}
@@ -130,18 +131,12 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	ix.mu.Lock()
 	for _, mi := range ix.metrics {
 		for _, e := range mi.series {
-			for len(e.days) > 0 && e.days[0].first < cutoffDay {
-				d := &e.days[0]
-				last := min(d.last, cutoffDay-1)
-				for day := d.first; day <= last; day++ {
-					muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: dayQualifier(day), Delete: true})
-				}
-				if d.last < cutoffDay {
-					e.days = e.days[1:]
-				} else {
-					d.first = cutoffDay
-				}
+			if first, _, ok := e.DaySpan(); !ok || first >= cutoffDay {
+				continue
 			}
+			e.DropDaysBefore(cutoffDay, func(day uint32) {
+				muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: dayQualifier(day), Delete: true})
+			})
 		}
 	}
 	ix.mu.Unlock()
@@ -153,7 +148,7 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	ix.mu.Lock()
 	for _, e := range drop {
 		// A point may have arrived since: its day keeps the series.
-		if len(e.days) == 0 && ix.removeLocked(e) {
+		if _, _, ok := e.DaySpan(); !ok && ix.removeLocked(e) {
 			muts = append(muts, store.Mutation{Row: e.TSUID, Qualifier: qualLabels, Delete: true})
 			rep.SeriesDropped++
 		}
@@ -186,7 +181,7 @@ func (ix *Index) removeLocked(e *Entry) bool {
 	mi := ix.metrics[m]
 	mi.series = removeEntry(mi.series, e)
 	e.Labels.Range(func(k, v string) bool {
-		t := Tag{k, v}
+		t := Tag{Key: k, Value: v}
 		if p := removeEntry(mi.postings[t], e); len(p) > 0 {
 			mi.postings[t] = p
 		} else {

@@ -16,8 +16,8 @@ func TestRetention(t *testing.T) {
 	dir := t.TempDir()
 	now := time.UnixMilli(t0 + 10*24*rowkey.HourMs + 30*60_000) // day 10 after t0, half past the hour
 	clock := func() time.Time { return now }
-	old := series.MakeLabels("ret.m", []series.Tag{{"host", "old"}})   // only old data
-	both := series.MakeLabels("ret.m", []series.Tag{{"host", "both"}}) // old and recent
+	old := series.MakeLabels("ret.m", []series.Tag{{Key: "host", Value: "old"}})   // only old data
+	both := series.MakeLabels("ret.m", []series.Tag{{Key: "host", Value: "both"}}) // old and recent
 	e := openEnv(t, dir, func(o *series.Options) { o.Now = clock })
 	var ss []series.Sample
 	for d := int64(0); d < 10; d++ { // a point an hour for ten days

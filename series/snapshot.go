@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"hourglass/model"
 	"hourglass/series/wal"
 	"hourglass/store"
 )
@@ -22,16 +23,11 @@ type Checkpointer interface {
 
 // ErrSnapshotUnsupported is returned by TakeSnapshot on a store that cannot
 // copy itself (Bigtable: its tables are backed up with Bigtable's own
-// backups instead).
-var ErrSnapshotUnsupported = errors.New("series: the store cannot be snapshotted by hourglass")
+// backups instead) (model.ErrSnapshotUnsupported).
+var ErrSnapshotUnsupported = model.ErrSnapshotUnsupported
 
-// SnapshotStats says what a snapshot holds.
-type SnapshotStats struct {
-	Cut         int   // the WAL segment started at the cut; the snapshot holds the segments before it
-	WALSegments int   // WAL segments in the snapshot
-	WALBytes    int64 // their bytes
-	Took        time.Duration
-}
+// SnapshotStats says what a snapshot holds (model.SnapshotStats).
+type SnapshotStats = model.SnapshotStats
 
 // Snapshot layout: a snapshot directory is a data directory.
 const (

@@ -25,78 +25,43 @@ import (
 
 	"github.com/VictoriaMetrics/fastcache"
 
-	"hourglass/internal/errclass"
+	"hourglass/model"
 	"hourglass/rowkey"
 	"hourglass/store"
 )
 
-// Kind is a UID name space.
-type Kind uint8
+// Kind is a UID name space (model.Kind).
+type Kind = model.Kind
 
 // The name spaces. Their values are part of the on-disk format.
 const (
-	Metric Kind = 0
-	TagK   Kind = 1
-	TagV   Kind = 2
+	Metric = model.KindMetric
+	TagK   = model.KindTagK
+	TagV   = model.KindTagV
 )
 
 // Kinds lists the name spaces.
-var Kinds = []Kind{Metric, TagK, TagV}
-
-// String returns OpenTSDB's name of the kind ("metrics", "tagk", "tagv").
-func (k Kind) String() string {
-	switch k {
-	case Metric:
-		return "metrics"
-	case TagK:
-		return "tagk"
-	case TagV:
-		return "tagv"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+var Kinds = model.Kinds
 
 // ParseKind accepts OpenTSDB's kind names: metric or metrics, tagk, tagv (any case).
-func ParseKind(s string) (Kind, error) {
-	switch s {
-	case "metric", "metrics", "METRIC", "METRICS", "Metric":
-		return Metric, nil
-	case "tagk", "TAGK":
-		return TagK, nil
-	case "tagv", "TAGV":
-		return TagV, nil
-	}
-	return 0, fmt.Errorf("%w: %q", ErrBadKind, s)
-}
+func ParseKind(s string) (Kind, error) { return model.ParseKind(s) }
 
+// The errors of uid, in the class errclass.ErrInvalid (model's).
 var (
-	// The errors below are in the class errclass.ErrInvalid: they answer
-	// what a client asked for.
-
 	// ErrNoSuchName is returned by lookups of a name that has no UID.
-	ErrNoSuchName = errclass.New(errclass.ErrInvalid, "no such name")
+	ErrNoSuchName = model.ErrNoSuchName
 	// ErrNoSuchUID is returned by lookups of a UID that has no name.
-	ErrNoSuchUID = errclass.New(errclass.ErrInvalid, "no such uid")
+	ErrNoSuchUID = model.ErrNoSuchUID
 	// ErrFull is returned when every UID of a name space is assigned.
-	ErrFull = errclass.New(errclass.ErrInvalid, "all unique IDs are already assigned")
+	ErrFull = model.ErrFull
 	// ErrBadKind is returned for an unknown name space.
-	ErrBadKind = errclass.New(errclass.ErrInvalid, "unknown uid type")
+	ErrBadKind = model.ErrBadKind
 	// ErrExists is returned when renaming to a name that already has a UID.
-	ErrExists = errclass.New(errclass.ErrInvalid, "name already exists")
+	ErrExists = model.ErrExists
 )
 
-// NoSuchNameError names the kind and the name that has no UID, in
-// OpenTSDB's words: No such name for 'metrics': 'x'.
-type NoSuchNameError struct {
-	Kind Kind
-	Name string
-}
-
-func (e *NoSuchNameError) Error() string {
-	return fmt.Sprintf("No such name for '%s': '%s'", e.Kind, e.Name)
-}
-
-func (e *NoSuchNameError) Unwrap() error { return ErrNoSuchName }
+// NoSuchNameError names the kind and the name that has no UID (model.NoSuchNameError).
+type NoSuchNameError = model.NoSuchNameError
 
 // Options configures a Table.
 type Options struct {

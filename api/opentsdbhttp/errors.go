@@ -9,8 +9,8 @@ import (
 	"hourglass/api/opentsdb"
 	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
+	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
 )
 
 // openTSDBRetryAfter is the Retry-After, in seconds, of an OpenTSDB 503 or
@@ -42,7 +42,7 @@ func openTSDBStatus(err error) (int, string, string) {
 		return http.StatusBadRequest, pe.Message, pe.Details
 	case errors.As(err, &le):
 		return http.StatusRequestEntityTooLarge, le.Error(), ""
-	case errors.Is(err, series.ErrDeleteUnfinished):
+	case errors.Is(err, model.ErrDeleteUnfinished):
 		// Durable, and finishing in the background: not a failure to retry.
 		return http.StatusRequestTimeout, err.Error(), "the delete is in the write-ahead log and completes without the client"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -17,9 +17,8 @@ import (
 	"hourglass/api/dialect"
 	"hourglass/ingest"
 	"hourglass/meta"
+	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
-	"hourglass/uid"
 )
 
 // Config holds the dialect's limits and switches (api.Config gives them).
@@ -54,38 +53,38 @@ type Writer interface {
 type Querier interface {
 	Fetch(ctx context.Context, req query.Request) ([]query.Series, error)
 	Process(ctx context.Context, req query.Request, ss []query.Series) ([]query.Result, error)
-	Last(ctx context.Context, entries []*series.Entry, minT int64) ([]query.LastPoint, error)
+	Last(ctx context.Context, entries []*model.Entry, minT int64) ([]query.LastPoint, error)
 	Limits() query.Limits
 	CountTimeout()
 }
 
 // UIDs resolves and assigns the names' UIDs (uid.Table).
 type UIDs interface {
-	GetID(ctx context.Context, dst []byte, k uid.Kind, name string) ([]byte, error)
-	GetName(ctx context.Context, k uid.Kind, id []byte) (string, error)
-	Assign(ctx context.Context, k uid.Kind, name string) ([]byte, error)
-	Suggest(ctx context.Context, k uid.Kind, prefix string, max int) ([]string, error)
-	Rename(ctx context.Context, k uid.Kind, name, newName string) error
-	Width(k uid.Kind) int
+	GetID(ctx context.Context, dst []byte, k model.Kind, name string) ([]byte, error)
+	GetName(ctx context.Context, k model.Kind, id []byte) (string, error)
+	Assign(ctx context.Context, k model.Kind, name string) ([]byte, error)
+	Suggest(ctx context.Context, k model.Kind, prefix string, max int) ([]string, error)
+	Rename(ctx context.Context, k model.Kind, name, newName string) error
+	Width(k model.Kind) int
 	DropCaches()
 }
 
 // Index looks series up (series.Index).
 type Index interface {
-	Select(metric string, matchers []series.Matcher, explicitTags bool, startMs, endMs int64) []*series.Entry
-	Lookup(tsuid []byte) *series.Entry
-	All(metric string, fn func(e *series.Entry) bool)
+	Select(metric string, matchers []model.Matcher, explicitTags bool, startMs, endMs int64) []*model.Entry
+	Lookup(tsuid []byte) *model.Entry
+	All(metric string, fn func(e *model.Entry) bool)
 	Metrics(prefix string) []string
 }
 
 // Deleter deletes the points of series in a time range.
 type Deleter interface {
-	Delete(ctx context.Context, ls []series.Labels, start, end int64) error
+	Delete(ctx context.Context, ls []model.Labels, start, end int64) error
 }
 
 // Head is what the dialect reads of the head: its figures and a WAL sync.
 type Head interface {
-	Stats() series.Stats
+	Stats() model.Stats
 	SyncWAL() error
 }
 
@@ -160,7 +159,7 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
 		planner: &query.Planner{Names: d.UIDs, Index: d.Index, MaxTags: d.Writer.Limits().MaxTags,
 			SkipUnresolvedTagVs: cfg.SkipUnresolvedTagVs, Widths: query.KeyWidths{
-				Metric: d.UIDs.Width(uid.Metric), TagK: d.UIDs.Width(uid.TagK), TagV: d.UIDs.Width(uid.TagV)}},
+				Metric: d.UIDs.Width(model.KindMetric), TagK: d.UIDs.Width(model.KindTagK), TagV: d.UIDs.Width(model.KindTagV)}},
 	}
 	return &Handler{core: c, writes: &writes{core: c}, reads: &reads{c}, uidAPI: &uidAPI{c}, notes: &notes{c}, info: &info{c}}
 }
@@ -169,5 +168,5 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 type keyWidths struct{ MetricWidth, TagKWidth, TagVWidth, SaltBuckets int }
 
 func (s *core) layout() keyWidths {
-	return keyWidths{s.uids.Width(uid.Metric), s.uids.Width(uid.TagK), s.uids.Width(uid.TagV), s.salts}
+	return keyWidths{s.uids.Width(model.KindMetric), s.uids.Width(model.KindTagK), s.uids.Width(model.KindTagV), s.salts}
 }

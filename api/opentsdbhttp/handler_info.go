@@ -16,7 +16,7 @@ import (
 
 	"hourglass/api/opentsdb"
 	"hourglass/downsample"
-	"hourglass/uid"
+	"hourglass/model"
 )
 
 // WriteJSON writes v as a reply with the code, or OpenTSDB's 500 if it does not serialize.
@@ -89,9 +89,9 @@ func (s *info) configMap() map[string]string {
 		"tsd.storage.max_tags":                    itoa(lim.MaxTags),
 		"tsd.storage.salt.buckets":                itoa(l.SaltBuckets),
 		"tsd.storage.salt.width":                  "1",
-		"tsd.storage.uid.width.metric":            itoa(s.uids.Width(uid.Metric)),
-		"tsd.storage.uid.width.tagk":              itoa(s.uids.Width(uid.TagK)),
-		"tsd.storage.uid.width.tagv":              itoa(s.uids.Width(uid.TagV)),
+		"tsd.storage.uid.width.metric":            itoa(s.uids.Width(model.KindMetric)),
+		"tsd.storage.uid.width.tagk":              itoa(s.uids.Width(model.KindTagK)),
+		"tsd.storage.uid.width.tagv":              itoa(s.uids.Width(model.KindTagV)),
 		"tsd.storage.fix_duplicates":              "true",
 		"tsd.core.socket.timeout":                 "0",
 		"hourglass.version":                       s.cfg.Version,

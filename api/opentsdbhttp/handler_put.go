@@ -19,14 +19,14 @@ import (
 	"hourglass/api/dialect"
 	"hourglass/api/opentsdb"
 	"hourglass/ingest"
-	"hourglass/series"
+	"hourglass/model"
 )
 
 // putState is the per-request scratch of /api/put, pooled.
 type putState struct {
 	dec   opentsdb.PutDecoder
 	batch *ingest.Batch
-	tags  []series.Tag
+	tags  []model.Tag
 	bad   []*opentsdb.PointError
 }
 
@@ -44,10 +44,10 @@ func (s *writes) putPool() *sync.Pool {
 }
 
 // toSeriesTags converts a decoded point's tags into dst.
-func toSeriesTags(dst []series.Tag, tags []opentsdb.Tag) []series.Tag {
+func toSeriesTags(dst []model.Tag, tags []opentsdb.Tag) []model.Tag {
 	dst = dst[:0]
 	for _, t := range tags {
-		dst = append(dst, series.Tag{Key: t.Key, Value: t.Value})
+		dst = append(dst, model.Tag{Key: t.Key, Value: t.Value})
 	}
 	return dst
 }
@@ -90,7 +90,7 @@ func (s *writes) putWindow(ctx context.Context, st *putState, body []byte, offse
 		// one, the Labels the batch gave it: a series sent again is
 		// checked and looked up once, by the decoder.
 		var aerr error
-		if l, ok := st.dec.Ref().(series.Labels); ok {
+		if l, ok := st.dec.Ref().(model.Labels); ok {
 			aerr = st.batch.AddLabels(l, dp.Timestamp, dp.Value)
 		} else {
 			st.tags = toSeriesTags(st.tags, dp.Tags)
@@ -121,7 +121,7 @@ func (s *writes) putWindow(ctx context.Context, st *putState, body []byte, offse
 		if e != nil && !reported[offset+i] {
 			st.bad = append(st.bad, &opentsdb.PointError{Index: offset + i, Message: e.Error()})
 		}
-		if t.limit == nil && errors.Is(e, series.ErrSeriesLimit) {
+		if t.limit == nil && errors.Is(e, model.ErrSeriesLimit) {
 			t.limit = e
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"hourglass/chunk"
 	"hourglass/downsample"
 	"hourglass/meta"
+	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
 )
 
 // subResult is one sub-query's results and figures.
@@ -194,7 +194,7 @@ func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq 
 	if req.Delete {
 		// The reply shows what was deleted, as OpenTSDB's does; only
 		// the points in [start, end] go (OpenTSDB drops whole hours).
-		ls := make([]series.Labels, len(ss))
+		ls := make([]model.Labels, len(ss))
 		for i, x := range ss {
 			ls[i] = x.Labels
 		}
@@ -438,7 +438,7 @@ func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start,
 func (s *core) parseTSUID(text string) ([]byte, error) { return s.planner.ParseTSUID(text) }
 
 // tsuidEntry resolves a TSUID to its index entry; unknown is an error.
-func (s *core) tsuidEntry(text string) (*series.Entry, []byte, error) {
+func (s *core) tsuidEntry(text string) (*model.Entry, []byte, error) {
 	id, err := s.parseTSUID(text)
 	if err != nil {
 		return nil, nil, err

@@ -11,8 +11,7 @@ import (
 
 	"hourglass/api/dialect"
 	"hourglass/api/opentsdb"
-	"hourglass/series"
-	"hourglass/uid"
+	"hourglass/model"
 )
 
 // readJSONBody reads a request body for a JSON endpoint; ok false means the
@@ -45,7 +44,7 @@ func (s *reads) handleSuggest(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	kind := map[string]uid.Kind{opentsdb.SuggestMetrics: uid.Metric, opentsdb.SuggestTagK: uid.TagK, opentsdb.SuggestTagV: uid.TagV}[req.Type]
+	kind := map[string]model.Kind{opentsdb.SuggestMetrics: model.KindMetric, opentsdb.SuggestTagK: model.KindTagK, opentsdb.SuggestTagV: model.KindTagV}[req.Type]
 	names, err := s.uids.Suggest(r.Context(), kind, req.Q, min(req.Max, s.cfg.SuggestMaxResults))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -83,16 +82,16 @@ func (s *reads) handleLookup(w http.ResponseWriter, r *http.Request) {
 		metric = ""
 	}
 	// Names that resolve to nothing are OpenTSDB's 404.
-	unresolved := func(k uid.Kind, name string) bool {
+	unresolved := func(k model.Kind, name string) bool {
 		if name == "" || name == "*" {
 			return false
 		}
 		_, err := s.uids.GetID(ctx, nil, k, name)
 		return err != nil
 	}
-	bad := unresolved(uid.Metric, metric)
+	bad := unresolved(model.KindMetric, metric)
 	for _, t := range req.Tags {
-		bad = bad || unresolved(uid.TagK, t.Key) || unresolved(uid.TagV, t.Value)
+		bad = bad || unresolved(model.KindTagK, t.Key) || unresolved(model.KindTagV, t.Value)
 	}
 	if bad {
 		WriteError(w, http.StatusNotFound, "Unable to resolve one or more UIDs",
@@ -104,9 +103,9 @@ func (s *reads) handleLookup(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 || limit > s.cfg.LookupMaxResults {
 		limit = s.cfg.LookupMaxResults
 	}
-	var found []*series.Entry
+	var found []*model.Entry
 	total := 0
-	s.index.All(metric, func(e *series.Entry) bool {
+	s.index.All(metric, func(e *model.Entry) bool {
 		if match(e.Labels) {
 			total++
 			found = append(found, e)
@@ -144,7 +143,7 @@ func (s *reads) handleLookup(w http.ResponseWriter, r *http.Request) {
 // with a key are grouped by key and ANDed across keys, the values of one key
 // ORed, a bare key ("k=*") requiring only the key and overriding values of
 // it; value-only pairs ("*=v") are ORed together: some tag has one of them.
-func lookupMatcher(pairs []opentsdb.LookupTag) func(series.Labels) bool {
+func lookupMatcher(pairs []opentsdb.LookupTag) func(model.Labels) bool {
 	byKey := map[string]map[string]bool{} // nil set: any value
 	var anyKeyValues map[string]bool
 	for _, p := range pairs {
@@ -170,7 +169,7 @@ func lookupMatcher(pairs []opentsdb.LookupTag) func(series.Labels) bool {
 			set[p.Value] = true
 		}
 	}
-	return func(l series.Labels) bool {
+	return func(l model.Labels) bool {
 		for k, vals := range byKey {
 			v, ok := l.Get(k)
 			if !ok || (vals != nil && !vals[v]) {
@@ -211,7 +210,7 @@ func (s *reads) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
-	var entries []*series.Entry
+	var entries []*model.Entry
 	for _, sq := range req.Queries {
 		if len(sq.TSUIDs) > 0 {
 			for _, t := range sq.TSUIDs {
@@ -230,11 +229,11 @@ func (s *reads) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Missing metric or tsuids in a sub query"})
 			return
 		}
-		if _, err := s.uids.GetID(ctx, nil, uid.Metric, sq.Metric); err != nil {
+		if _, err := s.uids.GetID(ctx, nil, model.KindMetric, sq.Metric); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		var matchers []series.Matcher
+		var matchers []model.Matcher
 		for _, t := range sq.Tags {
 			m, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
 			if err != nil {

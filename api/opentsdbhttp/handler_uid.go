@@ -11,12 +11,11 @@ import (
 
 	"hourglass/api/opentsdb"
 	"hourglass/meta"
-	"hourglass/series"
-	"hourglass/uid"
+	"hourglass/model"
 )
 
-var uidKinds = map[string]uid.Kind{opentsdb.UIDTypeMetric: uid.Metric, opentsdb.UIDTypeTagK: uid.TagK, opentsdb.UIDTypeTagV: uid.TagV}
-var uidTypes = map[uid.Kind]string{uid.Metric: opentsdb.UIDTypeMetric, uid.TagK: opentsdb.UIDTypeTagK, uid.TagV: opentsdb.UIDTypeTagV}
+var uidKinds = map[string]model.Kind{opentsdb.UIDTypeMetric: model.KindMetric, opentsdb.UIDTypeTagK: model.KindTagK, opentsdb.UIDTypeTagV: model.KindTagV}
+var uidTypes = map[model.Kind]string{model.KindMetric: opentsdb.UIDTypeMetric, model.KindTagK: opentsdb.UIDTypeTagK, model.KindTagV: opentsdb.UIDTypeTagV}
 
 // handleUIDAssign is /api/uid/assign: assign UIDs to new names, each name
 // on its own: {"metric":{"name":"00002A"},"metric_errors":{"x":"..."}},
@@ -42,9 +41,9 @@ func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 	failed := 0
 	for _, k := range []struct {
 		name  string
-		kind  uid.Kind
+		kind  model.Kind
 		names []string
-	}{{"metric", uid.Metric, req.Metric}, {"tagk", uid.TagK, req.TagK}, {"tagv", uid.TagV, req.TagV}} {
+	}{{"metric", model.KindMetric, req.Metric}, {"tagk", model.KindTagK, req.TagK}, {"tagv", model.KindTagV, req.TagV}} {
 		if len(k.names) == 0 {
 			continue
 		}
@@ -57,7 +56,7 @@ func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 			}
 			id, err := s.uids.Assign(r.Context(), k.kind, name)
 			switch {
-			case errors.Is(err, uid.ErrExists):
+			case errors.Is(err, model.ErrExists):
 				bad[name] = "Name already exists with UID: " + hexUpper(id)
 				failed++
 			case err != nil:
@@ -84,7 +83,7 @@ func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseUID decodes a hex UID of a kind; a bad one is a 400.
-func (s *uidAPI) parseUID(kind uid.Kind, text string) ([]byte, error) {
+func (s *uidAPI) parseUID(kind model.Kind, text string) ([]byte, error) {
 	id, err := hex.DecodeString(text)
 	if err != nil || len(id) == 0 {
 		return nil, &opentsdb.RequestError{Status: http.StatusBadRequest, Message: "Invalid UID: " + text,
@@ -101,10 +100,10 @@ var errUIDNotFound = &opentsdb.RequestError{Status: http.StatusNotFound, Message
 
 // uidMeta returns the UIDMeta of a UID as OpenTSDB serves it: the stored
 // fields, or defaults (created 0) when none were stored.
-func (s *uidAPI) uidMeta(ctx context.Context, kind uid.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
+func (s *uidAPI) uidMeta(ctx context.Context, kind model.Kind, id []byte) (*opentsdb.UIDMeta, meta.UIDMeta, error) {
 	name, err := s.uids.GetName(ctx, kind, id)
 	if err != nil {
-		if errors.Is(err, uid.ErrNoSuchUID) {
+		if errors.Is(err, model.ErrNoSuchUID) {
 			return nil, meta.UIDMeta{}, errUIDNotFound
 		}
 		return nil, meta.UIDMeta{}, err
@@ -206,22 +205,22 @@ func (s *uidAPI) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*open
 		Units: m.Units, Retention: m.Retention, Max: opentsdb.JSONFloat(m.Max), Min: opentsdb.JSONFloat(m.Min),
 		Custom: m.Custom, DisplayName: m.DisplayName, DataType: m.DataType, Tags: []*opentsdb.UIDMeta{}}
 	var err error
-	if out.Metric, _, err = s.uidMeta(ctx, uid.Metric, tsuid[:l.MetricWidth]); err != nil {
+	if out.Metric, _, err = s.uidMeta(ctx, model.KindMetric, tsuid[:l.MetricWidth]); err != nil {
 		return nil, tsmetaUIDError(err)
 	}
 	for i := l.MetricWidth; i+l.TagKWidth+l.TagVWidth <= len(tsuid); i += l.TagKWidth + l.TagVWidth {
-		k, _, err := s.uidMeta(ctx, uid.TagK, tsuid[i:i+l.TagKWidth])
+		k, _, err := s.uidMeta(ctx, model.KindTagK, tsuid[i:i+l.TagKWidth])
 		if err != nil {
 			return nil, tsmetaUIDError(err)
 		}
-		v, _, err := s.uidMeta(ctx, uid.TagV, tsuid[i+l.TagKWidth:i+l.TagKWidth+l.TagVWidth])
+		v, _, err := s.uidMeta(ctx, model.KindTagV, tsuid[i+l.TagKWidth:i+l.TagKWidth+l.TagVWidth])
 		if err != nil {
 			return nil, tsmetaUIDError(err)
 		}
 		out.Tags = append(out.Tags, k, v)
 	}
 	if e := s.index.Lookup(tsuid); e != nil {
-		pts, err := s.engine.Last(ctx, []*series.Entry{e}, 0)
+		pts, err := s.engine.Last(ctx, []*model.Entry{e}, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -243,9 +242,9 @@ func tsmetaUIDError(err error) error {
 // table; unknown names are 404 "Unable to find one or more UIDs".
 func (s *uidAPI) seriesByName(ctx context.Context, metric string, tags []opentsdb.Tag) ([]byte, error) {
 	notFound := &opentsdb.RequestError{Status: http.StatusNotFound, Message: "Unable to find one or more UIDs"}
-	id, err := s.uids.GetID(ctx, nil, uid.Metric, metric)
+	id, err := s.uids.GetID(ctx, nil, model.KindMetric, metric)
 	if err != nil {
-		if errors.Is(err, uid.ErrNoSuchName) {
+		if errors.Is(err, model.ErrNoSuchName) {
 			notFound.Details = err.Error()
 			return nil, notFound
 		}
@@ -254,15 +253,15 @@ func (s *uidAPI) seriesByName(ctx context.Context, metric string, tags []opentsd
 	type pair struct{ k, v []byte }
 	var pairs []pair
 	for _, t := range tags {
-		k, err := s.uids.GetID(ctx, nil, uid.TagK, t.Key)
+		k, err := s.uids.GetID(ctx, nil, model.KindTagK, t.Key)
 		if err == nil {
 			var v []byte
-			if v, err = s.uids.GetID(ctx, nil, uid.TagV, t.Value); err == nil {
+			if v, err = s.uids.GetID(ctx, nil, model.KindTagV, t.Value); err == nil {
 				pairs = append(pairs, pair{k, v})
 				continue
 			}
 		}
-		if errors.Is(err, uid.ErrNoSuchName) {
+		if errors.Is(err, model.ErrNoSuchName) {
 			notFound.Details = err.Error()
 			return nil, notFound
 		}
@@ -412,7 +411,7 @@ func (s *uidAPI) getTSMeta(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var otsMillis []series.Matcher
+	var otsMillis []model.Matcher
 	for _, t := range tags {
 		mt, err := opentsdb.Filter{Type: opentsdb.FilterLiteralOr, TagK: t.Key, Expr: t.Value}.Compile()
 		if err != nil {
@@ -503,7 +502,7 @@ func (s *uidAPI) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, map[string]string{"result": "false", "error": msg})
 	}
 	kind := uidKinds[req.Type]
-	what := map[uid.Kind]string{uid.Metric: "metric", uid.TagK: "tagk", uid.TagV: "tagv"}[kind]
+	what := map[model.Kind]string{model.KindMetric: "metric", model.KindTagK: "tagk", model.KindTagV: "tagv"}[kind]
 	if err := opentsdb.ValidateName(what, req.NewName, s.writer.Limits().MaxNameLen); err != nil {
 		fail(err.Error())
 		return
@@ -514,12 +513,12 @@ func (s *uidAPI) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.uids.Rename(r.Context(), kind, req.Name, req.NewName); err != nil {
-		var nf *uid.NoSuchNameError
+		var nf *model.NoSuchNameError
 		switch {
 		case errors.As(err, &nf):
 			fail(nf.Error())
-		case errors.Is(err, uid.ErrExists):
-			fail("Name already exists" + strings.TrimPrefix(err.Error(), uid.ErrExists.Error()))
+		case errors.Is(err, model.ErrExists):
+			fail("Name already exists" + strings.TrimPrefix(err.Error(), model.ErrExists.Error()))
 		default:
 			s.writeError(w, r, err)
 		}
@@ -529,10 +528,10 @@ func (s *uidAPI) handleUIDRename(w http.ResponseWriter, r *http.Request) {
 }
 
 // nameInUse reports whether any series in the index carries the name.
-func (s *uidAPI) nameInUse(kind uid.Kind, name string) bool {
+func (s *uidAPI) nameInUse(kind model.Kind, name string) bool {
 	ix := s.index
 	switch kind {
-	case uid.Metric:
+	case model.KindMetric:
 		for _, m := range ix.Metrics(name) {
 			if m == name {
 				return true
@@ -541,9 +540,9 @@ func (s *uidAPI) nameInUse(kind uid.Kind, name string) bool {
 		return false
 	}
 	used := false
-	ix.All("", func(e *series.Entry) bool {
+	ix.All("", func(e *model.Entry) bool {
 		e.Labels.Range(func(k, v string) bool {
-			used = (kind == uid.TagK && k == name) || (kind == uid.TagV && v == name)
+			used = (kind == model.KindTagK && k == name) || (kind == model.KindTagV && v == name)
 			return !used
 		})
 		return !used

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hourglass/api/opentsdb"
-	"hourglass/series"
+	"hourglass/model"
 )
 
 // telnetBatch bounds the points of one WAL append from one connection.
@@ -59,7 +59,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 	batch := s.writer.NewBatch()
 	bw := bufio.NewWriter(c)
 	var dp opentsdb.DataPoint
-	var tags []series.Tag
+	var tags []model.Tag
 	var line []byte
 	commit := func() bool {
 		if batch.Len() == 0 {
@@ -131,7 +131,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			// beside each one, the Labels the batch gave it: a series sent
 			// again is checked and looked up once, by the parser.
 			var aerr error
-			if l, ok := parser.Ref().(series.Labels); ok {
+			if l, ok := parser.Ref().(model.Labels); ok {
 				aerr = batch.AddLabels(l, dp.Timestamp, dp.Value)
 			} else {
 				tags = toSeriesTags(tags, dp.Tags)

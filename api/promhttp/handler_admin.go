@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"hourglass/api/prom"
-	"hourglass/series"
+	"hourglass/model"
 )
 
 // handleDeleteSeries is /api/v1/admin/tsdb/delete_series, as Prometheus'
@@ -47,8 +47,8 @@ func (p *queryAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	defer q.Close()
 	hints := &storage.SelectHints{Start: mint, End: maxt, Func: "series"}
-	seen := map[series.Labels]bool{}
-	var ls []series.Labels
+	seen := map[model.Labels]bool{}
+	var ls []model.Labels
 	for _, ms := range sets {
 		ss := q.Select(r.Context(), false, hints, ms...)
 		for ss.Next() {
@@ -65,7 +65,7 @@ func (p *queryAPI) handleDeleteSeries(w http.ResponseWriter, r *http.Request) {
 	// The head takes the range as it is; it visits only the days in which
 	// each series had data.
 	if err := p.deleter.Delete(r.Context(), ls, max(mint, 0), maxt); err != nil {
-		if errors.Is(err, series.ErrDeleteUnfinished) {
+		if errors.Is(err, model.ErrDeleteUnfinished) {
 			p.respondError(w, prom.ErrorTimeout, err.Error())
 			return
 		}
@@ -87,17 +87,17 @@ func (p *queryAPI) handleCleanTombstones(w http.ResponseWriter, r *http.Request)
 
 // seriesLabels is the series of Prometheus labels: __name__ is the metric,
 // every other label a tag.
-func seriesLabels(pl labels.Labels) series.Labels {
+func seriesLabels(pl labels.Labels) model.Labels {
 	var metric string
-	tags := make([]series.Tag, 0, pl.Len())
+	tags := make([]model.Tag, 0, pl.Len())
 	pl.Range(func(l labels.Label) {
 		if l.Name == labels.MetricName {
 			metric = l.Value
 		} else {
-			tags = append(tags, series.Tag{Key: l.Name, Value: l.Value})
+			tags = append(tags, model.Tag{Key: l.Name, Value: l.Value})
 		}
 	})
-	return series.MakeLabels(metric, tags)
+	return model.MakeLabels(metric, tags)
 }
 
 // snapshotter takes the snapshots of /api/v1/admin/tsdb/snapshot, one at a
@@ -174,7 +174,7 @@ func (p *queryAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := p.snapshots.TakeSnapshot(r.Context(), filepath.Join(p.shared.SnapshotDir, name), skipHead)
 	switch {
-	case errors.Is(err, series.ErrSnapshotUnsupported):
+	case errors.Is(err, model.ErrSnapshotUnsupported):
 		sn.total.WithLabelValues("unsupported").Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotImplemented)

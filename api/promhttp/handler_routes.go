@@ -20,8 +20,8 @@ import (
 	"hourglass/api/dialect"
 	"hourglass/api/prom"
 	"hourglass/ingest"
+	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
 )
 
 // Querier is what the dialect asks of the query engine (query.Engine).
@@ -38,17 +38,17 @@ type Writer interface {
 
 // Deleter deletes the points of series in a time range.
 type Deleter interface {
-	Delete(ctx context.Context, ls []series.Labels, start, end int64) error
+	Delete(ctx context.Context, ls []model.Labels, start, end int64) error
 }
 
 // Snapshotter copies the database to a directory.
 type Snapshotter interface {
-	TakeSnapshot(ctx context.Context, dir string, skipHead bool) (series.SnapshotStats, error)
+	TakeSnapshot(ctx context.Context, dir string, skipHead bool) (model.SnapshotStats, error)
 }
 
 // Cardinality reads the series index's figures for /api/v1/status/tsdb.
 type Cardinality interface {
-	Cardinality(limit int) series.CardinalityStats
+	Cardinality(limit int) model.CardinalityStats
 }
 
 // Deps are what the dialect uses.

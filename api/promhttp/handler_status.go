@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/api/prom"
-	"hourglass/series"
+	"hourglass/model"
 )
 
 // promTSDBMaxLimit is the largest limit /api/v1/status/tsdb takes, as Prometheus'.
@@ -68,7 +68,7 @@ type TSDBStatus struct {
 	SeriesCountByLabelValuePair []TSDBStat `json:"seriesCountByLabelValuePair"`
 }
 
-func promTSDBStats(in []series.Stat) []TSDBStat {
+func promTSDBStats(in []model.Stat) []TSDBStat {
 	out := make([]TSDBStat, len(in))
 	for i, s := range in {
 		out[i] = TSDBStat{s.Name, s.Value}

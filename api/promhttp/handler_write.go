@@ -16,8 +16,8 @@ import (
 	"hourglass/ingest"
 	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
+	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
 )
 
 // Remote write (POST /api/v1/write), as the Remote-Write 1.0 and 2.0
@@ -167,7 +167,7 @@ type promWriteState struct {
 	o     *promWriteOutcome
 	ctx   context.Context
 	batch *ingest.Batch
-	tags  []series.Tag
+	tags  []model.Tag
 }
 
 func (p *remote) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
@@ -212,7 +212,7 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	for _, l := range s.Labels {
 		// An empty value is an absent label in Prometheus.
 		if l.Name != prom.MetricName && l.Value != "" {
-			ws.tags = append(ws.tags, series.Tag{Key: l.Name, Value: l.Value})
+			ws.tags = append(ws.tags, model.Tag{Key: l.Name, Value: l.Value})
 		}
 	}
 	var bad error
@@ -273,7 +273,7 @@ func (ws *promWriteState) commit() error {
 			return err
 		}
 		ws.reject(1, err)
-		if errors.Is(err, series.ErrSeriesLimit) && !errors.Is(ws.o.first, series.ErrSeriesLimit) {
+		if errors.Is(err, model.ErrSeriesLimit) && !errors.Is(ws.o.first, model.ErrSeriesLimit) {
 			ws.o.first = err // the reply names the limit
 		}
 	}
