@@ -16,3 +16,30 @@ func OpenDB(ctx context.Context, st store.Store, uids *uid.Table, opts Options) 
 	}
 	return Open(ctx, st, uids, idx, opts)
 }
+
+// StaleTailSlots counts, over every series of the head, the slots past the
+// length of its open and pending lists that still point at a chunk: a list
+// shrunk without clearing them keeps the chunks' points alive.
+func (h *Head) StaleTailSlots() (stale, pending int) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, s := range sh.m {
+			s.mu.Lock()
+			for _, c := range s.open[len(s.open):cap(s.open)] {
+				if c != nil {
+					stale++
+				}
+			}
+			for _, c := range s.pending[len(s.pending):cap(s.pending)] {
+				if c != nil {
+					stale++
+				}
+			}
+			pending += len(s.pending)
+			s.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	return stale, pending
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -218,7 +219,7 @@ func (f *Flusher) run() {
 			f.mu.Lock()
 			for i, d := range f.jobs {
 				if d == job {
-					f.jobs = append(f.jobs[:i], f.jobs[i+1:]...)
+					f.jobs = slices.Delete(f.jobs, i, i+1)
 					break
 				}
 			}
@@ -230,7 +231,9 @@ func (f *Flusher) run() {
 				s.mu.Lock()
 				for i, p := range s.pending {
 					if p == c {
-						s.pending = append(s.pending[:i], s.pending[i+1:]...)
+						// slices.Delete zeroes the freed tail slot, which otherwise kept
+						// the series' last flushed chunk (its points) alive.
+						s.pending = slices.Delete(s.pending, i, i+1)
 						break
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -201,7 +202,7 @@ func (ix *Index) removeLocked(e *Entry) bool {
 func removeEntry(list []*Entry, e *Entry) []*Entry {
 	for i, x := range list {
 		if x == e {
-			return append(list[:i], list[i+1:]...)
+			return slices.Delete(list, i, i+1)
 		}
 	}
 	return list

@@ -47,6 +47,10 @@ type Config struct {
 
 	Layout rowkey.Layout
 
+	// MemoryLimit is -memory-limit: the Go runtime's soft memory limit,
+	// bytes or a percentage of the memory available (memlimit.go).
+	MemoryLimit string
+
 	WALFsync       wal.SyncMode
 	WALSegmentSize int64
 	WALMaxBytes    int64
@@ -108,6 +112,7 @@ func DefaultConfig() Config {
 		},
 		IndexSyncInterval: series.DefaultIndexSyncOptions().Interval,
 		Layout:            rowkey.DefaultLayout(),
+		MemoryLimit:       DefaultMemoryLimit,
 		WALFsync:          so.WAL.Sync,
 		WALSegmentSize:    so.WAL.SegmentSize,
 		WALMaxBytes:       so.WALMaxBytes,
@@ -134,6 +139,9 @@ func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if err := applyMemoryLimit(cfg.MemoryLimit, log); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
