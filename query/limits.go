@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,6 +24,10 @@ type Limits struct {
 	// read where the plan bounds it, and as points are emitted where it
 	// cannot; PromQL range queries count steps × series.
 	MaxOutputPoints int
+	// MaxConcurrent bounds the queries running at once (Engine.Admit);
+	// QueueTimeout bounds how long one waits for a slot (admit.go).
+	MaxConcurrent int
+	QueueTimeout  time.Duration
 }
 
 // DefaultMaxOutputPoints is the default of Limits.MaxOutputPoints for the
@@ -123,6 +128,7 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) {
 		m.exceeded.WithLabelValues(l)
 	}
 	reg.MustRegister(m.exceeded)
+	e.admit.register(reg)
 	e.metrics = m
 }
 

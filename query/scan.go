@@ -60,12 +60,13 @@ type Engine struct {
 	layout  rowkey.Layout
 	limits  Limits
 	metrics *engineMetrics // nil until RegisterMetrics
+	admit   *admission     // admit.go
 }
 
 // NewEngine returns an engine reading head, the index idx and st, laid out
 // as layout says.
 func NewEngine(head Head, idx *series.Index, st store.Store, layout rowkey.Layout, limits Limits) *Engine {
-	return &Engine{head: head, index: idx, st: st, layout: layout, limits: limits}
+	return &Engine{head: head, index: idx, st: st, layout: layout, limits: limits, admit: newAdmission(limits)}
 }
 
 // Limits returns the engine's limits.

@@ -35,7 +35,10 @@ func openTSDBStatus(err error) (int, string, string) {
 	var re *opentsdb.RequestError
 	var le *query.LimitError
 	var pe *query.PlanError
+	var qe *query.QueueError
 	switch {
+	case errors.As(err, &qe):
+		return http.StatusServiceUnavailable, qe.Error(), "retry later"
 	case errors.As(err, &re):
 		return re.Status, re.Message, re.Details
 	case errors.As(err, &pe):

@@ -56,6 +56,8 @@ type Querier interface {
 	Last(ctx context.Context, entries []*model.Entry, minT int64) ([]query.LastPoint, error)
 	Limits() query.Limits
 	CountTimeout()
+	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
+	Admit(ctx context.Context) (func(), error)
 }
 
 // UIDs resolves and assigns the names' UIDs (uid.Table).

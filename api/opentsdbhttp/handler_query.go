@@ -100,6 +100,12 @@ func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	loc, _ := req.Location(time.UTC)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
+	release, err := s.engine.Admit(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer release()
 
 	subs := make([]subResult, len(req.Queries))
 	for i := range req.Queries {

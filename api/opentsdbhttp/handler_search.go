@@ -210,6 +210,12 @@ func (s *reads) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
+	release, err := s.engine.Admit(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	var entries []*model.Entry
 	for _, sq := range req.Queries {
 		if len(sq.TSUIDs) > 0 {

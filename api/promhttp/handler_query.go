@@ -76,6 +76,15 @@ func (p *core) respondError(w http.ResponseWriter, typ, msg string) {
 	_, _ = w.Write(prom.AppendError(nil, typ, msg))
 }
 
+// queueError answers a query refused by Admit: 503 with a Retry-After
+// when it waited for a slot past -query-queue-timeout.
+func (p *core) queueError(w http.ResponseWriter, err error) {
+	if typ := promExecError(err); typ == prom.ErrorUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
+	}
+	p.respondError(w, promExecError(err), err.Error())
+}
+
 func (p *core) invalidParam(w http.ResponseWriter, name string, err error) {
 	p.respondError(w, prom.ErrorBadData, fmt.Sprintf("invalid parameter %q: %v", name, err))
 }
@@ -99,7 +108,10 @@ func promExecError(err error) string {
 	var timeout promql.ErrQueryTimeout
 	var canceled promql.ErrQueryCanceled
 	var stErr promql.ErrStorage
+	var qe *query.QueueError
 	switch {
+	case errors.As(err, &qe):
+		return prom.ErrorUnavailable
 	case errors.As(err, &timeout), errors.Is(err, context.DeadlineExceeded):
 		return prom.ErrorTimeout
 	case errors.As(err, &canceled), errors.Is(err, context.Canceled):
@@ -233,6 +245,12 @@ func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
 		return
 	}
 	defer cancel()
+	release, err := p.querier.Admit(ctx)
+	if err != nil {
+		p.queueError(w, err)
+		return
+	}
+	defer release()
 	opts, err := p.queryOpts(r)
 	if err != nil {
 		p.respondError(w, prom.ErrorBadData, err.Error())

@@ -62,6 +62,18 @@ func (p *remote) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.shared.QueryTimeout)
 	defer cancel()
+	release, err := p.querier.Admit(ctx)
+	if err != nil {
+		var qe *query.QueueError
+		if errors.As(err, &qe) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
+			http.Error(w, qe.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		p.readError(w, err)
+		return
+	}
+	defer release()
 	mint, maxt := int64(0), int64(0)
 	for i, q := range req.Queries {
 		if i == 0 || q.StartMs < mint {

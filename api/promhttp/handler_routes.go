@@ -29,6 +29,8 @@ type Querier interface {
 	Queryable(l query.PromLimits) storage.Queryable
 	CountTimeout()
 	CountSamplesLimit()
+	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
+	Admit(ctx context.Context) (func(), error)
 }
 
 // Writer appends samples (ingest.Writer).

@@ -76,6 +76,8 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Query.MaxSeries, "query-max-series", 0, "series one query may read (0: no limit)")
 	fs.IntVar(&cfg.Query.MaxPoints, "query-max-points", 0, "raw points one query may read (0: no limit)")
 	fs.IntVar(&cfg.Query.MaxOutputPoints, "query-max-output-points", cfg.Query.MaxOutputPoints, "points one query may produce: downsampled buckets (fill included) or raw points, over its series before aggregation; PromQL range queries: steps × series of a selector (413/422 past it; 0: no limit)")
+	fs.IntVar(&cfg.Query.MaxConcurrent, "query-max-concurrent", cfg.Query.MaxConcurrent, "queries running at once, both dialects (OpenTSDB /api/query and /api/query/last, PromQL query and query_range, remote read); more wait in a queue (0: no limit)")
+	fs.DurationVar(&cfg.Query.QueueTimeout, "query-queue-timeout", cfg.Query.QueueTimeout, "how long a query waits for a slot of -query-max-concurrent before 503 with Retry-After")
 	fs.Int64Var(&cfg.API.PutStreamBytes, "put-stream-bytes", cfg.API.PutStreamBytes, "an /api/put body longer than this is stored in windows of this size as it arrives")
 	fs.Int64Var(&cfg.API.PutMaxBytes, "put-max-bytes", cfg.API.PutMaxBytes, "bytes of a streamed /api/put body once decompressed (0: no limit)")
 	fs.IntVar(&cfg.API.PutMaxErrors, "put-max-errors", cfg.API.PutMaxErrors, "point errors listed in one /api/put?details reply")

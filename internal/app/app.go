@@ -125,7 +125,7 @@ func DefaultConfig() Config {
 		UIDCacheBytes:     uid.DefaultOptions().CacheBytes,
 		SeriesLimits:      series.DefaultSeriesLimits(),
 		Ingest:            ingest.DefaultLimits(),
-		Query:             query.Limits{MaxOutputPoints: query.DefaultMaxOutputPoints},
+		Query:             query.Limits{MaxOutputPoints: query.DefaultMaxOutputPoints, MaxConcurrent: query.DefaultMaxConcurrent, QueueTimeout: query.DefaultQueueTimeout},
 		ShutdownTimeout:   30 * time.Second,
 		API:               api.DefaultConfig(),
 	}
