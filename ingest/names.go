@@ -2,9 +2,8 @@ package ingest
 
 import (
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
+	"hourglass/model"
 	"hourglass/series"
 )
 
@@ -21,23 +20,6 @@ const (
 	OpenTSDBNames
 )
 
-// openTSDBChars marks the ASCII bytes OpenTSDBNames allows.
-var openTSDBChars = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "-_./:" {
-		t[c] = true
-	}
-	return t
-}()
-
 // Check returns "" if every character of s is allowed by the rule, else
 // "illegal character: c" naming the first that is not, in OpenTSDB's words.
 // It does not check emptiness or length (the shared limits do).
@@ -45,22 +27,7 @@ func (r NameRule) Check(s string) string {
 	if r != OpenTSDBNames {
 		return ""
 	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if !openTSDBChars[c] {
-				return "illegal character: " + string(rune(c))
-			}
-			i++
-			continue
-		}
-		ch, n := utf8.DecodeRuneInString(s[i:])
-		if ch == utf8.RuneError && n == 1 || !unicode.IsLetter(ch) {
-			return "illegal character: " + string(ch)
-		}
-		i += n
-	}
-	return ""
+	return model.CheckOpenTSDBChars(s)
 }
 
 // SetNameRule makes the batch refuse, with ErrInvalid, the points whose

@@ -4,11 +4,11 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"hourglass/chunk"
 	"hourglass/internal/quote"
+	"hourglass/model"
 )
 
 // Tag is one tag pair of a series.
@@ -184,43 +184,14 @@ func ValidateName(what, name string, maxLen int) error {
 	return nil
 }
 
-// nameChars marks the ASCII bytes allowed in names.
-var nameChars = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "-_./:" {
-		t[c] = true
-	}
-	return t
-}()
-
 // checkName returns "" if s is a valid name, else the tail of the message:
 // "empty string", "illegal character: c" or "too long: ...".
 func checkName(s string, maxLen int) string {
 	if s == "" {
 		return "empty string"
 	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if !nameChars[c] {
-				return "illegal character: " + string(rune(c))
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || !unicode.IsLetter(r) {
-			return "illegal character: " + string(r)
-		}
-		i += n
+	if msg := model.CheckOpenTSDBChars(s); msg != "" {
+		return msg
 	}
 	if len(s) > maxLen {
 		return "too long: " + strconv.Itoa(len(s)) + " bytes, maximum allowed: " + strconv.Itoa(maxLen)
@@ -234,7 +205,7 @@ func validName(s string, maxLen int) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !nameChars[s[i]] {
+		if !model.OpenTSDBNameByte(s[i]) {
 			return checkName(s, maxLen) == ""
 		}
 	}

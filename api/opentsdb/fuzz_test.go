@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"hourglass/chunk"
+	"hourglass/model"
 )
 
 // Fuzz targets. Run one with e.g.
@@ -73,7 +74,7 @@ func sanitize(s string, fallback string, max int) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r < utf8.RuneSelf && nameChars[r]:
+		case r < utf8.RuneSelf && model.OpenTSDBNameByte(byte(r)):
 			b.WriteRune(r)
 		case r >= utf8.RuneSelf && r != utf8.RuneError && (r >= 'À' && r <= 'ÿ' && r != '×' && r != '÷'):
 			b.WriteRune(r)
