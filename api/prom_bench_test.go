@@ -33,6 +33,7 @@ func BenchmarkPromRemoteWrite(b *testing.B) {
 		b.Fatalf("%d %s", r.code, r.body)
 	}
 	b.ReportAllocs()
+	cpu, _ := processCPU()
 	k := 1
 	for b.Loop() {
 		r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[k%len(bodies)])
@@ -42,6 +43,7 @@ func BenchmarkPromRemoteWrite(b *testing.B) {
 		k++
 	}
 	b.ReportMetric(float64(2000*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportPerPoint(b, 2000*b.N, cpu)
 }
 
 // BenchmarkPromRemoteWriteParallel is the same with 16 senders at once, as
@@ -69,6 +71,7 @@ func BenchmarkPromRemoteWriteParallel(b *testing.B) {
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(senders / 2) // 2 cores
+	cpu, _ := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		mine := bodies[int(next.Add(1)-1)%senders]
@@ -83,4 +86,5 @@ func BenchmarkPromRemoteWriteParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(2000*b.N)/b.Elapsed().Seconds(), "samples/s")
+	reportPerPoint(b, 2000*b.N, cpu)
 }
