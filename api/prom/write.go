@@ -151,6 +151,7 @@ type Series struct {
 	raw      []byte // the TimeSeries message
 	nLabels  int    // labels sent, even past MaxLabels
 	badLabel string // why the labels are invalid
+	entry    *cacheEntry
 }
 
 // Samples iterates the series' float samples in the order sent:
@@ -199,17 +200,23 @@ func parseSample(b []byte) (int64, float64) {
 const DefaultMaxLabels = 1024
 
 // Decoder decodes remote-write bodies. Reuse one for many requests (it keeps
-// its scratch space); it is not safe for concurrent use.
+// its scratch space); it is not safe for concurrent use. With a Cache it
+// remembers the valid series it has seen, so that a series sent again costs
+// one lookup (see Series.Ref).
 type Decoder struct {
 	// MaxLabels bounds the labels of one series; a series with more is
 	// invalid. Zero means DefaultMaxLabels.
 	MaxLabels int
+	// Cache, if not nil, remembers valid series (it may be shared by
+	// decoders in different goroutines).
+	Cache *SeriesCache
 
 	series  Series
 	labels  []Label
 	refs    []uint32
 	symbols []uint32 // 2.0: offset of each symbol's length in the body
 	body    []byte
+	key     []byte // the series' labels as Label fields: the cache's key
 }
 
 // Decode checks that body is a well-formed msg (else a *MalformedError,
@@ -282,7 +289,7 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 }
 
 func (d *Decoder) reset(idx int, msg Message, raw []byte) *Series {
-	d.labels = d.labels[:0]
+	d.labels, d.key = d.labels[:0], d.key[:0]
 	d.series = Series{Index: idx, msg: msg, raw: raw}
 	return &d.series
 }
@@ -297,6 +304,7 @@ func (d *Decoder) addLabel(s *Series, name, value string) {
 func (d *Decoder) seriesV1(idx int, b []byte) {
 	s := d.reset(idx, MessageV1, b)
 	for off := 0; off < len(b); {
+		at := off
 		num, typ, next := field(b, off)
 		if typ != wireLen {
 			off = skip(b, next, typ)
@@ -306,8 +314,12 @@ func (d *Decoder) seriesV1(idx int, b []byte) {
 		off = end
 		switch num {
 		case 1:
-			name, value := parseLabel(b[start:end])
-			d.addLabel(s, name, value)
+			if d.Cache != nil {
+				d.key = append(d.key, b[at:end]...) // the field as sent
+			} else {
+				name, value := parseLabel(b[start:end])
+				d.addLabel(s, name, value)
+			}
 		case 2:
 			s.NumSamples++
 		case 3:
@@ -316,7 +328,11 @@ func (d *Decoder) seriesV1(idx int, b []byte) {
 			s.Histograms++
 		}
 	}
-	d.finish(s)
+	if d.Cache != nil {
+		d.keyed(s)
+	} else {
+		d.finish(s)
+	}
 }
 
 func parseLabel(b []byte) (name, value string) {
@@ -449,7 +465,17 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	if s.badLabel == "" && s.NumSamples == 0 && s.Histograms == 0 {
 		s.badLabel = "no samples or histograms (a 2.0 series must carry at least one)"
 	}
-	d.finish(s)
+	if d.Cache != nil && s.badLabel == "" && len(d.refs) == nrefs {
+		// Every label resolved: the key is their bytes, and a series seen
+		// before is found by it.
+		for _, l := range d.labels {
+			d.key = appendLabelField(d.key, l.Name, l.Value)
+		}
+		d.labels, s.nLabels = d.labels[:0], 0
+		d.keyed(s)
+	} else {
+		d.finish(s)
+	}
 	if s.Err == nil {
 		s.Metadata.Metric = s.Metric
 	}

@@ -31,9 +31,14 @@ type sampleBits struct {
 
 func collect(t testing.TB, msg Message, body []byte) ([]decoded, []Metadata, error) {
 	t.Helper()
+	return collectWith(t, &Decoder{}, msg, body)
+}
+
+// collectWith is collect with the decoder d, which may remember series.
+func collectWith(t testing.TB, d *Decoder, msg Message, body []byte) ([]decoded, []Metadata, error) {
+	t.Helper()
 	var out []decoded
 	var metas []Metadata
-	var d Decoder
 	err := d.Decode(msg, body, func(s *Series) error {
 		ds := decoded{metric: strings.Clone(s.Metric), histograms: s.Histograms, exemplars: s.Exemplars, err: s.Err}
 		for _, l := range s.Labels {

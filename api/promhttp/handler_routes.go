@@ -115,7 +115,10 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 		tsdb:     newTSDBStatus(reg),
 		now:      time.Now,
 	}
-	p.decoders.New = func() any { return &prom.Decoder{} }
+	// The decoders share one memory of the series they have seen (bounded,
+	// see prom.SeriesCache): a series sent again costs a lookup.
+	cache := prom.NewSeriesCache()
+	p.decoders.New = func() any { return &prom.Decoder{Cache: cache} }
 	p.queryable = d.Querier.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
 	var promReg prometheus.Registerer
 	if reg != nil {

@@ -208,22 +208,35 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if md := s.Metadata; md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != "" {
 		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
 	}
-	ws.tags = ws.tags[:0]
-	for _, l := range s.Labels {
-		// An empty value is an absent label in Prometheus.
-		if l.Name != prom.MetricName && l.Value != "" {
-			ws.tags = append(ws.tags, model.Tag{Key: l.Name, Value: l.Value})
+	// A series the decoder remembers carries the Labels of its last
+	// accepted point (SetRef): its points need no checks but the
+	// timestamp's, and no name built again.
+	known, _ := s.Ref().(model.Labels)
+	if known == "" {
+		ws.tags = ws.tags[:0]
+		for _, l := range s.Labels {
+			// An empty value is an absent label in Prometheus.
+			if l.Name != prom.MetricName && l.Value != "" {
+				ws.tags = append(ws.tags, model.Tag{Key: l.Name, Value: l.Value})
+			}
 		}
 	}
 	var bad error
 	nbad := 0
 	for t, v := range s.Samples() {
 		var err error
-		if t < 0 || t > query.MaxPromTimestamp {
+		switch {
+		case t < 0 || t > query.MaxPromTimestamp:
 			err = fmt.Errorf("%w: timestamp %d ms is outside the range this store holds, 0 to %d", ingest.ErrInvalid, t, query.MaxPromTimestamp)
 			ws.batch.Reject(err)
-		} else {
+		case known != "":
+			err = ws.batch.AddLabels(known, t, chunk.FloatBits(math.Float64bits(v)))
+		default:
 			err = ws.batch.Add(s.Metric, ws.tags, t, chunk.FloatBits(math.Float64bits(v)))
+			if err == nil {
+				known = ws.batch.LastLabels()
+				s.SetRef(known)
+			}
 		}
 		if err != nil {
 			nbad++

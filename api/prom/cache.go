@@ -1,0 +1,159 @@
+package prom
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// SeriesCache remembers the series decoders have found valid, keyed by the
+// bytes that carried their labels: a 1.0 TimeSeries' label fields as sent,
+// a 2.0 series' labels resolved against the request's symbols and written
+// the same way (Label messages). A series sent again costs one lookup: no
+// label parsing, sorting or UTF-8 check, and the caller's ref (SetRef)
+// spares it its own work. Entries depend on nothing but the key and the
+// decoder's MaxLabels. Bounded in entries and bytes (SeriesCacheMaxEntries,
+// SeriesCacheMaxBytes), in shards: a full shard starts again empty. Safe for
+// concurrent use: the decoders of concurrent requests share one.
+type SeriesCache struct {
+	seed   maphash.Seed
+	shards [seriesCacheShards]cacheShard
+}
+
+type cacheShard struct {
+	mu        sync.RWMutex
+	m         map[string]*cacheEntry
+	bytes     int
+	maxLabels int // the MaxLabels the entries were validated under
+	_         [64]byte
+}
+
+type cacheEntry struct {
+	labels []Label // sorted, aliasing the key; never changed once published
+	metric string
+	ref    atomic.Pointer[any] // the caller's, see Series.SetRef
+}
+
+// The bounds of a SeriesCache.
+const (
+	SeriesCacheMaxEntries = 1 << 17
+	SeriesCacheMaxBytes   = 32 << 20
+	seriesCacheShards     = 16
+	seriesCacheMaxKey     = 4 << 10 // longer keys are not remembered
+	seriesCacheOverhead   = 64      // bytes counted per entry for the map itself
+)
+
+// NewSeriesCache returns an empty cache.
+func NewSeriesCache() *SeriesCache { return &SeriesCache{seed: maphash.MakeSeed()} }
+
+func (c *SeriesCache) shard(key []byte) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%seriesCacheShards]
+}
+
+// get returns the entry of key, nil if there is none.
+func (c *SeriesCache) get(key []byte, maxLabels int) *cacheEntry {
+	sh := c.shard(key)
+	sh.mu.RLock()
+	var e *cacheEntry
+	if sh.maxLabels == maxLabels {
+		e = sh.m[string(key)]
+	}
+	sh.mu.RUnlock()
+	return e
+}
+
+// put remembers labels (which alias key) under key and returns the entry,
+// nil for a key too long to be kept.
+func (c *SeriesCache) put(key string, maxLabels int, labels []Label, metric string) *cacheEntry {
+	if len(key) > seriesCacheMaxKey {
+		return nil
+	}
+	// The caller's ref (its name of the series) is about as long as the key.
+	size := 2*len(key) + len(labels)*int(unsafe.Sizeof(Label{})) + seriesCacheOverhead
+	e := &cacheEntry{labels: slices.Clone(labels), metric: metric}
+	sh := c.shard(unsafe.Slice(unsafe.StringData(key), len(key)))
+	sh.mu.Lock()
+	if sh.m == nil || sh.maxLabels != maxLabels || len(sh.m) >= SeriesCacheMaxEntries/seriesCacheShards ||
+		sh.bytes+size > SeriesCacheMaxBytes/seriesCacheShards {
+		sh.m, sh.bytes, sh.maxLabels = make(map[string]*cacheEntry, 256), 0, maxLabels
+	}
+	sh.m[key] = e
+	sh.bytes += size
+	sh.mu.Unlock()
+	return e
+}
+
+// appendLabelField appends a Label message field (field 1, as in a 1.0
+// TimeSeries) of name and value to b: the key of a 2.0 series.
+func appendLabelField(b []byte, name, value string) []byte {
+	n := 1 + uvarintLen(len(name)) + len(name) + 1 + uvarintLen(len(value)) + len(value)
+	b = append(b, 1<<3|wireLen)
+	b = binary.AppendUvarint(b, uint64(n))
+	b = append(b, 1<<3|wireLen)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	b = append(b, 2<<3|wireLen)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	return append(b, value...)
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+// keyed finishes s from d.key, the bytes of its labels as Label fields:
+// from d.Cache if the key is known, else parsed, validated and, if
+// valid, remembered. It returns whether s came from the cache.
+func (d *Decoder) keyed(s *Series) bool {
+	if e := d.Cache.get(d.key, d.MaxLabels); e != nil {
+		s.Labels, s.Metric, s.nLabels, s.entry = e.labels, e.metric, len(e.labels), e
+		return true
+	}
+	key := string(d.key) // the labels alias it: it outlives the body
+	kb := unsafe.Slice(unsafe.StringData(key), len(key))
+	for off := 0; off < len(kb); {
+		_, typ, next := field(kb, off)
+		start, end := lenField(kb, next)
+		if typ != wireLen { // never: the key holds Label fields only
+			break
+		}
+		off = end
+		name, value := parseLabel(kb[start:end])
+		d.addLabel(s, name, value)
+	}
+	d.finish(s)
+	if s.Err == nil {
+		s.entry = d.Cache.put(key, d.MaxLabels, d.labels, s.Metric)
+	}
+	return false
+}
+
+// Ref returns what SetRef attached to the series, nil if nothing was (or
+// the decoder does not remember the series).
+func (s *Series) Ref() any {
+	if s.entry == nil {
+		return nil
+	}
+	if p := s.entry.ref.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetRef attaches v to the series (its labels, exactly as sent), for as
+// long as the decoder remembers it: Ref returns it for every later series
+// sent with the same labels. A caller keeps there what it derived from the
+// labels alone (its name of the series), so that a series seen before costs
+// it nothing either. Only a valid series can hold a ref.
+func (s *Series) SetRef(v any) {
+	if s.entry != nil {
+		s.entry.ref.Store(&v)
+	}
+}

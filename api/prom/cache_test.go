@@ -1,0 +1,158 @@
+package prom
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+)
+
+// A decoder that remembers series decodes every body as one that
+// remembers nothing: the same labels, metric, samples, counts, metadata and
+// errors, whether the series are new to it, known from the same body or
+// from an earlier one.
+func FuzzDecodeCached(f *testing.F) {
+	v1 := []*prompb.WriteRequest{
+		{Timeseries: []prompb.TimeSeries{
+			{Labels: awkward, Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}},
+			{Labels: []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: 2, Value: 2}}},
+			{Labels: []prompb.Label{{Name: "job", Value: "x"}, {Name: "__name__", Value: "up"}}, Samples: []prompb.Sample{{Timestamp: 3, Value: 3}}},
+			{Labels: []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: 4, Value: 4}}},
+			{Labels: []prompb.Label{{Name: "job", Value: "x"}}, Samples: []prompb.Sample{{Timestamp: 5, Value: 5}}},
+		}},
+	}
+	for _, r := range v1 {
+		b, err := r.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Add(rawV1(rawSeries([][2]string{{"__name__", "a"}, {"", "x"}}, 3), rawSeries([][2]string{{"__name__", "a"}}, 1), rawSeries([][2]string{{"__name__", "a"}}, 2)), false)
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "a.b c", "x", "✓\n"), nil),
+			Samples:  []writev2.Sample{{Value: 1, Timestamp: 2}},
+			Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("help"), UnitRef: st.Symbolize("s")}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "a.b c", "x", "✓\n"), nil), Samples: []writev2.Sample{{Value: 2, Timestamp: 3}}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("x", "y"), nil), Samples: []writev2.Sample{{Value: 2, Timestamp: 3}}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "n"), nil)},
+	}}
+	req.Symbols = st.Symbols()
+	b, err := req.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b, true)
+	f.Fuzz(func(t *testing.T, body []byte, v2 bool) {
+		msg := MessageV1
+		if v2 {
+			msg = MessageV2
+		}
+		want, wantMeta, werr := collectWith(t, &Decoder{}, msg, body)
+		cache := NewSeriesCache()
+		for pass, d := range []*Decoder{{Cache: cache}, {Cache: cache}, {Cache: cache}} { // new series, then known ones
+			got, gotMeta, err := collectWith(t, d, msg, body)
+			if (err == nil) != (werr == nil) {
+				t.Fatalf("pass %d: error %v, without the cache %v", pass, err, werr)
+			}
+			if err != nil {
+				return
+			}
+			if !sameDecoded(got, want) || !reflect.DeepEqual(gotMeta, wantMeta) {
+				t.Fatalf("pass %d: decoded\n%+v\nwithout the cache\n%+v", pass, got, want)
+			}
+		}
+	})
+}
+
+// sameDecoded compares decoded series, errors by their text.
+func sameDecoded(a, b []decoded) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if (x.err == nil) != (y.err == nil) || x.err != nil && x.err.Error() != y.err.Error() {
+			return false
+		}
+		x.err, y.err = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// The ref a caller attaches to a valid series comes back for the same
+// labels sent again, in either message, and for no other series.
+func TestSeriesRef(t *testing.T) {
+	up := rawSeries([][2]string{{"__name__", "up"}, {"job", "x"}}, 1)
+	other := rawSeries([][2]string{{"__name__", "up"}, {"job", "y"}}, 1)
+	bad := rawSeries([][2]string{{"job", "x"}}, 1)
+	d := Decoder{Cache: NewSeriesCache()}
+	refs := func(body []byte, set bool) []any {
+		var out []any
+		err := d.Decode(MessageV1, body, func(s *Series) error {
+			out = append(out, s.Ref())
+			if set {
+				s.SetRef("ref " + FormatLabels(s.Labels))
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := refs(rawV1(up, bad), true); got[0] != nil || got[1] != nil {
+		t.Fatalf("refs before any SetRef: %v", got)
+	}
+	got := refs(rawV1(up, other, bad, up), false)
+	want := []any{`ref {__name__="up", job="x"}`, nil, nil, `ref {__name__="up", job="x"}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("refs %q, want %q", got, want)
+	}
+	// A smaller MaxLabels forgets what was validated under the larger one.
+	d.MaxLabels = 1
+	if got := refs(rawV1(up), false); got[0] != nil {
+		t.Fatalf("ref after MaxLabels changed: %v", got)
+	}
+}
+
+// The cache stays within its bounds in entries and bytes.
+func TestSeriesCacheBound(t *testing.T) {
+	c := NewSeriesCache()
+	lbls := []Label{{"__name__", "m"}}
+	total := func() (n, bytes int) {
+		for i := range c.shards {
+			n += len(c.shards[i].m)
+			bytes += c.shards[i].bytes
+		}
+		return n, bytes
+	}
+	last := ""
+	for i := range 2*SeriesCacheMaxEntries + 10 {
+		last = strings.Repeat("k", 200) + strconv.Itoa(i)
+		c.put(last, 8, lbls, "m")
+		if n, bytes := total(); n > SeriesCacheMaxEntries || bytes > SeriesCacheMaxBytes {
+			t.Fatalf("after %d puts: %d entries, %d bytes", i+1, n, bytes)
+		}
+	}
+	if n, _ := total(); n < 1000 {
+		t.Fatalf("only %d entries kept", n)
+	}
+	if c.put(strings.Repeat("k", seriesCacheMaxKey+1), 8, lbls, "m") != nil {
+		t.Fatal("a key over seriesCacheMaxKey was kept")
+	}
+	if e := c.get([]byte(last), 8); e == nil || e.metric != "m" {
+		t.Fatal("the last key put is not found")
+	}
+	if e := c.get([]byte(last), 9); e != nil {
+		t.Fatal("an entry validated under another MaxLabels was found")
+	}
+}
