@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
 )
 
 // worstQuery is the issue's sum:1ms-avg-zero shaped just under the default
@@ -32,16 +36,41 @@ func rawGet(s *server, path string) (int, http.Header, []byte, error) {
 	return resp.StatusCode, resp.Header, b, err
 }
 
+// rawRead is a remote read of q.metric, safe from any goroutine.
+func rawRead(s *server) (int, http.Header, []byte, error) {
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: 0, EndTimestampMs: time.Now().UnixMilli(),
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "q.metric"}}}}}
+	raw, err := rr.Marshal()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req, err := http.NewRequest("POST", s.url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, raw)))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("Content-Encoding", "snappy")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b, err
+}
+
 // TestHardeningQueryQueue: with -query-max-concurrent 1 and a slow query
-// running, other queries of both dialects wait -query-queue-timeout and get
+// running, other queries of both dialects (and a remote read) wait
+// -query-queue-timeout and get
 // 503 with a Retry-After, counted (issue 11 item 3).
 func TestHardeningQueryQueue(t *testing.T) {
 	s := start(t, t.TempDir(), "-query-max-concurrent", "1", "-query-queue-timeout", "200ms")
 	now := worstBase()
 	otsPutOK(t, s, otsArr(otsDP("q.metric", now+10, "1", "host", "a")))
 	prom := "/api/v1/query?" + url.Values{"query": {"q_metric"}}.Encode()
+	const read = "remote read"
 	refused := 0
-	for attempt := 0; attempt < 5 && refused < 2; attempt++ {
+	for attempt := 0; attempt < 5 && refused < 3; attempt++ {
 		slow := make(chan error, 1)
 		go func() {
 			code, _, body, err := rawGet(s, worstQuery(now))
@@ -59,8 +88,12 @@ func TestHardeningQueryQueue(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		refused = 0
-		for _, p := range []string{"/api/query?start=3h-ago&m=sum:q.metric", prom} {
-			code, h, body, err := rawGet(s, p)
+		for _, p := range []string{"/api/query?start=3h-ago&m=sum:q.metric", prom, read} {
+			get := rawGet
+			if p == read {
+				get = func(s *server, _ string) (int, http.Header, []byte, error) { return rawRead(s) }
+			}
+			code, h, body, err := get(s, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +106,7 @@ func TestHardeningQueryQueue(t *testing.T) {
 			if p == prom && !strings.Contains(string(body), `"errorType":"unavailable"`) {
 				t.Fatalf("PromQL: %s", body)
 			}
-			if p != prom && !strings.Contains(string(body), `"code":503`) {
+			if p != prom && p != read && !strings.Contains(string(body), `"code":503`) {
 				t.Fatalf("OpenTSDB: %s", body)
 			}
 			refused++
@@ -82,7 +115,7 @@ func TestHardeningQueryQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if refused < 2 {
+	if refused < 3 {
 		t.Fatal("the slow query never held its slot long enough to refuse the others")
 	}
 	_, m := s.do("GET", "/metrics", "", nil)

@@ -62,15 +62,8 @@ func (p *remote) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.shared.QueryTimeout)
 	defer cancel()
-	release, err := p.querier.Admit(ctx)
-	if err != nil {
-		var qe *query.QueueError
-		if errors.As(err, &qe) {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
-			http.Error(w, qe.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		p.readError(w, err)
+	release := p.admitRead(ctx, w)
+	if release == nil {
 		return
 	}
 	defer release()
@@ -185,4 +178,22 @@ func (p *remote) readError(w http.ResponseWriter, err error) {
 		p.log.Error("remote read failed", "err", err)
 	}
 	http.Error(w, err.Error(), code)
+}
+
+// admitRead waits for a slot of -query-max-concurrent for a remote read;
+// nil when refused, the reply written: 503 with a Retry-After past
+// -query-queue-timeout.
+func (p *remote) admitRead(ctx context.Context, w http.ResponseWriter) func() {
+	release, err := p.querier.Admit(ctx)
+	if err == nil {
+		return release
+	}
+	var qe *query.QueueError
+	if errors.As(err, &qe) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.cfg.RetryAfter.Seconds()))))
+		http.Error(w, qe.Error(), http.StatusServiceUnavailable)
+		return nil
+	}
+	p.readError(w, err)
+	return nil
 }
