@@ -2,7 +2,9 @@ package series
 
 import (
 	"context"
+	"weak"
 
+	"hourglass/chunk"
 	"hourglass/store"
 	"hourglass/uid"
 )
@@ -42,4 +44,17 @@ func (h *Head) StaleTailSlots() (stale, pending int) {
 		sh.mu.RUnlock()
 	}
 	return stale, pending
+}
+
+// SealAllWeak seals every open chunk, as DB.Flush does, and returns weak
+// pointers to the points of each: once written, nothing may keep them.
+func (db *DB) SealAllWeak() []weak.Pointer[chunk.Point] {
+	var ws []weak.Pointer[chunk.Point]
+	db.sealWhere(func(oc *openChunk) bool {
+		if len(oc.pts) > 0 {
+			ws = append(ws, weak.Make(&oc.pts[:1][0]))
+		}
+		return true
+	})
+	return ws
 }

@@ -160,6 +160,10 @@ func (f *Flusher) run() {
 			}
 		}
 		batch := append([]*sealedChunk(nil), f.q[:n]...)
+		// Clear the taken slots: f.q[n:] leaves them in the backing array,
+		// before the slice, where they kept every written chunk's points
+		// alive until an append outgrew the array (a whole sealing wave).
+		clear(f.q[:n])
 		f.q = f.q[n:]
 		idx := f.idxQ
 		f.idxQ = nil
