@@ -172,6 +172,7 @@ type memSeries struct {
 	maxT       int64
 	lastDay    uint32
 	lastAppend int64 // wall clock, unix ms
+	lastPts    int   // points of the series' last sealed in-time chunk: the next one's capacity
 	gone       bool  // forgotten by forgetIdle: appenders must look the series up again
 
 	rows []rowInfo // owned by the flusher
@@ -520,7 +521,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	if i < len(s.open) && s.open[i].hour == hour {
 		oc = s.open[i]
 	} else {
-		oc = h.newOpenChunk(hour, seg, s.maxT, now)
+		oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts)
 		s.open = append(s.open, nil)
 		copy(s.open[i+1:], s.open[i:])
 		s.open[i] = oc
@@ -568,6 +569,9 @@ func (h *Head) sealLocked(s *memSeries, oc *openChunk) *sealedChunk {
 		}
 	}
 	h.latePoints.Add(-oc.lateN)
+	if !oc.late {
+		s.lastPts = len(oc.pts)
+	}
 	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.pts), minSeg: oc.minSeg}
 	s.pending = append(s.pending, sc)
 	return sc
