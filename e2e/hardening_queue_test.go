@@ -163,8 +163,14 @@ func TestHardeningConcurrentWorstQueries(t *testing.T) {
 	if ok < 2 {
 		t.Fatalf("%d of 4 answered", ok)
 	}
-	if hwm := vmHWM(t, s); hwm > 1<<30 {
-		t.Errorf("peak RSS %d MiB, want under 1 GiB", hwm>>20)
+	// The bound is the issue's, for the binary users run; a race-built one
+	// keeps shadow memory beside every byte (2-3x here), so it gets room for it.
+	limit := int64(1 << 30)
+	if raceEnabled {
+		limit *= 3
+	}
+	if hwm := vmHWM(t, s); hwm > limit {
+		t.Errorf("peak RSS %d MiB, want under %d MiB", hwm>>20, limit>>20)
 	}
 	t.Logf("4 worst-case queries (%d answered): peak RSS %d MiB", ok, vmHWM(t, s)>>20)
 }
