@@ -50,6 +50,10 @@ func openTSDBStatus(err error) (int, string, string) {
 		return http.StatusRequestTimeout, err.Error(), "the delete is in the write-ahead log and completes without the client"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusRequestTimeout, "Query timed out: it ran past the configured query timeout", ""
+	case errors.Is(err, context.Canceled):
+		// The client went away: nothing failed on our side. 499, as
+		// Prometheus' API answers a canceled query.
+		return statusClientClosed, "Request canceled by the client", ""
 	}
 	switch errclass.Of(err) {
 	case errclass.Invalid:
@@ -85,3 +89,7 @@ func Allow(h http.HandlerFunc, methods ...string) http.HandlerFunc {
 		methodNotAllowed(w, r)
 	}
 }
+
+// statusClientClosed is the status of a request its client canceled (nginx's
+// and Prometheus' 499): a 4xx, so it is not counted as a storage failure.
+const statusClientClosed = 499
