@@ -97,6 +97,10 @@ func (t telnetConn) Rejected(kind, cmd, msg string) {
 	t.s.rejects.telnetRejected(kind, cmd, t.remote, msg)
 }
 
+// MayAdmin: only while authentication is off (it is re-read from its
+// files, so it is asked at each command).
+func (t telnetConn) MayAdmin() bool { return t.s.auth == nil || !t.s.auth.Enabled() }
+
 func (t telnetConn) Closing() bool { return t.s.isClosing() }
 func (t telnetConn) IdleTimeout()  { t.s.cm.timeouts.WithLabelValues("telnet_idle").Inc() }
 func (t telnetConn) ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {

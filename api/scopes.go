@@ -132,6 +132,46 @@ func scopeOf(r *http.Request) auth.Scope {
 	return rs.def
 }
 
+// isPreflight reports whether r is a CORS preflight: OPTIONS with Origin
+// and Access-Control-Request-Method, which browsers send without
+// credentials (the Fetch standard).
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" &&
+		r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// authenticated is the router's authentication: a CORS preflight is
+// answered without credentials and never reaches a handler (preflight);
+// every other request needs the scope of its route (scopeOf).
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	checked := s.auth.Middleware(scopeOf, denyAuth, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isPreflight(r) {
+			s.preflight(w, r)
+			return
+		}
+		checked.ServeHTTP(w, r)
+	})
+}
+
+// preflight answers a CORS preflight with the OpenTSDB API's CORS policy
+// (-cors-domains) on its routes; the other routes serve no CORS: 405.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	tpl := ""
+	if route := mux.CurrentRoute(r); route != nil {
+		tpl, _ = route.GetPathTemplate()
+	}
+	p, ok := strings.CutPrefix(tpl, "/api/v1/")
+	if !ok {
+		p, ok = strings.CutPrefix(tpl, "/api/")
+	}
+	if _, ots := openTSDBScopes[p]; ok && ots && tpl != "/api/v1/query" {
+		s.ots.Preflight(w, r)
+		return
+	}
+	http.Error(w, "CORS is served on the OpenTSDB API only (-cors-domains)", http.StatusMethodNotAllowed)
+}
+
 // mayDelete reports whether the request may delete points (a query's
 // "delete":true needs admin, whatever its route needs).
 func (s *Server) mayDelete(r *http.Request) bool {

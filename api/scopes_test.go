@@ -52,6 +52,13 @@ func tokenSHA(s string) string { b := sha256.Sum256([]byte(s)); return hex.Encod
 
 func newAuthServer(t *testing.T, pprofOn bool) http.Handler {
 	t.Helper()
+	return newAuthServerWith(t, func(c *Config) { c.Conn.DebugPprof = pprofOn })
+}
+
+// newAuthServerWith is a server with the tokens <scope>-secret of each
+// scope, delete allowed, and mod applied to its configuration.
+func newAuthServerWith(t *testing.T, mod func(*Config)) http.Handler {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "auth.yml")
 	body := "tokens:\n"
 	for _, s := range []string{"read", "write", "admin"} {
@@ -65,7 +72,8 @@ func newAuthServer(t *testing.T, pprofOn bool) http.Handler {
 		t.Fatal(err)
 	}
 	return newPromServer(t, func(c *Config) {
-		c.Conn.Auth, c.Conn.DebugPprof, c.AllowDelete = a, pprofOn, true
+		c.Conn.Auth, c.AllowDelete = a, true
+		mod(c)
 	}).h
 }
 
@@ -143,6 +151,57 @@ func TestDenyInDialect(t *testing.T) {
 		}
 		if c.method == "POST" && strings.HasPrefix(w.Body.String(), "{") {
 			t.Errorf("remote write refused with JSON: %q", w.Body.String())
+		}
+	}
+}
+
+// TestCORSPreflightWithAuth: with authentication on, a browser's CORS
+// preflight (OPTIONS with Origin and Access-Control-Request-Method, no
+// credentials) gets the OpenTSDB API's CORS policy, never a 401 and never
+// its endpoint; any other request still needs credentials.
+func TestCORSPreflightWithAuth(t *testing.T) {
+	const origin = "https://grafana.example"
+	h := newAuthServerWith(t, func(c *Config) { c.CORSDomains = origin })
+	off := newAuthServer(t, false) // -cors-domains ""
+	cases := []struct {
+		name      string
+		h         http.Handler
+		method    string
+		path      string
+		origin    string
+		preflight bool
+		want      int
+		allowed   bool   // Access-Control-Allow-Origin: origin
+		body      string // the reply holds it
+	}{
+		{"query preflight", h, "OPTIONS", "/api/query", origin, true, 200, true, ""},
+		{"put preflight", h, "OPTIONS", "/api/put", origin, true, 200, true, ""},
+		{"v1 suggest preflight", h, "OPTIONS", "/api/v1/suggest", origin, true, 200, true, ""},
+		{"dropcaches preflight runs nothing", h, "OPTIONS", "/api/dropcaches", origin, true, 200, true, ""},
+		{"other origin", h, "OPTIONS", "/api/query", "https://evil.example", true, 200, false, "CORS domain not allowed"},
+		{"cors off", off, "OPTIONS", "/api/query", origin, true, 405, false, ""},
+		{"prometheus route", h, "OPTIONS", "/api/v1/query_range", origin, true, 405, false, "OpenTSDB API only"},
+		{"no such path", h, "OPTIONS", "/no/such", origin, true, 405, false, ""},
+		{"OPTIONS without Access-Control-Request-Method", h, "OPTIONS", "/api/query", origin, false, 401, false, ""},
+		{"GET with Origin", h, "GET", "/api/version", origin, false, 401, false, ""},
+		{"GET dropcaches with Origin", h, "GET", "/api/dropcaches", origin, false, 401, false, ""},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(c.method, c.path, nil)
+		r.Header.Set("Origin", c.origin)
+		if c.preflight {
+			r.Header.Set("Access-Control-Request-Method", "POST")
+			r.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		}
+		w := httptest.NewRecorder()
+		c.h.ServeHTTP(w, r)
+		got := w.Header().Get("Access-Control-Allow-Origin")
+		if w.Code != c.want || (got == c.origin) != c.allowed || !strings.Contains(w.Body.String(), c.body) {
+			t.Errorf("%s: %d, Access-Control-Allow-Origin %q, body %.200q; want %d, allowed %v, body with %q",
+				c.name, w.Code, got, w.Body.String(), c.want, c.allowed, c.body)
+		}
+		if c.allowed && (w.Body.Len() != 0 || !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "Authorization")) {
+			t.Errorf("%s: an allowed preflight gets an empty body and the allowed headers: %q, %q", c.name, w.Body.String(), w.Header())
 		}
 	}
 }

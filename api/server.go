@@ -260,8 +260,8 @@ func (s *Server) routes() *mux.Router {
 	}
 	nf := http.Handler(http.HandlerFunc(s.notFound))
 	if s.auth != nil {
-		r.Use(func(next http.Handler) http.Handler { return s.auth.Middleware(scopeOf, denyAuth, next) })
-		nf = s.auth.Middleware(scopeOf, denyAuth, nf)
+		r.Use(s.authenticated)
+		nf = s.authenticated(nf)
 	}
 	r.NotFoundHandler = nf
 	r.MethodNotAllowedHandler = nf

@@ -270,11 +270,52 @@ func TestAuthTelnetAllowedByFlag(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "version\n"); err != nil {
+	// The connection may write (put) but not run what needs admin over
+	// HTTP (dropcaches): it cannot authenticate.
+	put := "put auth.telnet.ok " + itoa(time.Now().Unix()) + " 1 host=a\n"
+	if _, err := io.WriteString(c, put+"dropcaches\nversion\n"); err != nil {
 		t.Fatal(err)
 	}
-	if line, _ := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(line, "hourglass") {
+	br := bufio.NewReader(c)
+	if line, _ := br.ReadString('\n'); !strings.HasPrefix(line, "dropcaches: forbidden: authentication is on") {
+		t.Fatalf("dropcaches over unauthenticated telnet: %q, want it refused", line)
+	}
+	if line, _ := br.ReadString('\n'); !strings.HasPrefix(line, "hourglass") {
 		t.Fatalf("telnet over TLS with -telnet.allow-unauthenticated: %q", line)
+	}
+	// version commits the put before it answers.
+	if code, _, body := s.req(t, "GET", "/api/suggest?type=metrics&q=auth.telnet", cred{token: "read-token"}, "", ""); code != 200 || !strings.Contains(body, "auth.telnet.ok") {
+		t.Fatalf("the telnet put was not stored: %d %s", code, body)
+	}
+	if _, _, body := s.req(t, "GET", "/metrics", cred{token: "read-token"}, "", ""); !strings.Contains(body, `hourglass_telnet_rejected_total{kind="auth"} 1`) {
+		t.Fatal("the refused dropcaches is not counted in hourglass_telnet_rejected_total{kind=\"auth\"}")
+	}
+}
+
+// TestAuthTLSServesHTTP11: a client offering h2 and http/1.1 by ALPN gets
+// http/1.1 (docs/security.md: HTTP/2 is not served), and its request works.
+func TestAuthTLSServesHTTP11(t *testing.T) {
+	s := startSecure(t)
+	cfg := s.client.Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+	c, err := tls.Dial("tcp", s.addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Fatalf("ALPN negotiated %q, want http/1.1", p)
+	}
+	// Go's client with HTTP/2 on (ForceAttemptHTTP2) falls back to HTTP/1.1.
+	tr := &http.Transport{TLSClientConfig: s.client.Transport.(*http.Transport).TLSClientConfig.Clone(), ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get(s.https + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 1 {
+		t.Fatalf("GET /healthz with HTTP/2 offered: %d over %s, want 200 over HTTP/1.1", resp.StatusCode, resp.Proto)
 	}
 }
 

@@ -152,6 +152,17 @@ func (s *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// Preflight answers a CORS preflight without running any endpoint, as the
+// server does when authentication is on (a browser's preflight carries no
+// credentials): the policy's headers and 200 for an allowed origin,
+// OpenTSDB's 200 "CORS domain not allowed" for another, and 405 when CORS
+// is off (-cors-domains ""), as OpenTSDB answers OPTIONS then.
+func (s *Handler) Preflight(w http.ResponseWriter, r *http.Request) {
+	if s.cors(w, r) {
+		methodNotAllowed(w, r)
+	}
+}
+
 func validJSONP(name string) bool {
 	if name == "" || len(name) > 128 {
 		return false

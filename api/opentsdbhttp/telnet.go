@@ -32,6 +32,10 @@ type TelnetConn interface {
 	// Rejected counts and logs (rate-limited) one rejected line: kind is
 	// one of the Reject constants, cmd the line's command, msg the reply.
 	Rejected(kind, cmd, msg string)
+	// MayAdmin reports whether the connection may run commands that need
+	// the admin scope over HTTP (dropcaches): not when authentication is
+	// on, since a telnet connection cannot authenticate.
+	MayAdmin() bool
 }
 
 // Kinds of rejected telnet lines (TelnetConn.Rejected), the values of the
@@ -41,7 +45,7 @@ const (
 	RejectPut     = "put"      // a bad put line, or a point refused when added or committed
 	RejectUnknown = "unknown"  // an unknown command
 	RejectTooLong = "too_long" // a line past TelnetMaxLine
-	RejectAuth    = "auth"     // a connection refused: authentication is on
+	RejectAuth    = "auth"     // a connection or an admin command refused: authentication is on
 	RejectStorage = "storage"  // a batch the storage could not take
 )
 
@@ -154,6 +158,12 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		case "help":
 			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put") + "\n")
 		case "dropcaches":
+			if !t.MayAdmin() {
+				msg := "dropcaches: forbidden: authentication is on and a telnet connection cannot authenticate; it may write, not run admin commands (use HTTP /api/dropcaches with the admin scope)"
+				t.Rejected(RejectAuth, cmd, msg)
+				_, _ = bw.WriteString(msg + "\n")
+				break
+			}
 			s.uids.DropCaches()
 			_, _ = bw.WriteString("Caches dropped.\n")
 		case "stats":
