@@ -24,12 +24,21 @@ type SoakConfig struct {
 	// Series and Seed make the data of both phases.
 	Series int
 	Seed   uint64
-	// Measure is how long the flat-out write runs (a backfill of the 48
-	// hours before now, 10 s apart); 0 skips it and Rate must be set.
+	// Measure is how long the measure runs: the soak's own writer (its
+	// dialect, series, workers, batch size and live timestamps) flat out,
+	// the points 1 ms apart so the clock never holds it back (a cap of
+	// Series × 1,000 points/s); 0 skips it and Rate must be set.
 	Measure time.Duration
+	// MeasureQueries runs the query mix during the measure as during the
+	// soak, so the maximum is the writer's with the queries competing for
+	// the same CPU, and the soak differs from the measure by its pacing only.
+	MeasureQueries bool
 	// Fraction of the measured maximum to write at (0.8); Rate, when
 	// positive, is the rate itself and the measure is skipped.
 	Fraction, Rate float64
+	// MinAchieved fails the soak when its writes reach less than this
+	// fraction of the target rate (0.95; 0: no check).
+	MinAchieved float64
 	// Duration of the soak; Warmup is how much of its start the memory
 	// verdict ignores; SampleEvery is the period of the RSS samples.
 	Duration, Warmup, SampleEvery time.Duration
@@ -78,16 +87,24 @@ type SoakQueries struct {
 
 // SoakReport is the outcome of a soak.
 type SoakReport struct {
-	Measure    *Report                 `json:"measure,omitempty"`
-	MaxRate    float64                 `json:"max_points_per_second"`
-	TargetRate float64                 `json:"target_points_per_second"`
-	IntervalMs int64                   `json:"interval_ms"`
-	Write      *Report                 `json:"write"`
-	Queries    map[string]*SoakQueries `json:"queries"`
-	RSS        []RSSSample             `json:"rss"`
-	Fit        RSSFit                  `json:"rss_after_warmup"`
-	MaxSlope   float64                 `json:"max_slope_mb_per_min"`
-	MaxSpread  float64                 `json:"max_spread"`
+	Measure *Report `json:"measure,omitempty"`
+	// MeasureQueries are the queries run during the measure (MeasureQueries).
+	MeasureQueries map[string]*SoakQueries `json:"measure_queries,omitempty"`
+	MaxRate        float64                 `json:"max_points_per_second"`
+	// TargetRate is Fraction × MaxRate (or the Rate given); IntervalMs the
+	// step of the live feed, the largest whole ms that makes at least it.
+	TargetRate float64 `json:"target_points_per_second"`
+	IntervalMs int64   `json:"interval_ms"`
+	// Achieved is the soak's writes' points/s ÷ TargetRate; MinAchieved
+	// the least that passes.
+	Achieved    float64                 `json:"achieved_fraction_of_target"`
+	MinAchieved float64                 `json:"min_achieved_fraction"`
+	Write       *Report                 `json:"write"`
+	Queries     map[string]*SoakQueries `json:"queries"`
+	RSS         []RSSSample             `json:"rss"`
+	Fit         RSSFit                  `json:"rss_after_warmup"`
+	MaxSlope    float64                 `json:"max_slope_mb_per_min"`
+	MaxSpread   float64                 `json:"max_spread"`
 	// ServerCPUSeconds is the server's CPU time over the soak phase.
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
@@ -112,6 +129,8 @@ func (c *SoakConfig) check() error {
 		return errors.New("soak: give a rate, or a measure time and a fraction in (0, 1]")
 	case c.QueryConcurrency < 1 || len(c.QueryDialects) == 0:
 		return errors.New("soak: at least one query dialect at concurrency 1 or more")
+	case c.MinAchieved < 0 || c.MinAchieved > 1:
+		return fmt.Errorf("soak: the least achieved fraction %v must be in [0, 1]", c.MinAchieved)
 	}
 	return nil
 }
@@ -122,13 +141,13 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	rep := &SoakReport{MaxSlope: cfg.MaxSlope, MaxSpread: cfg.MaxSpread, TargetRate: cfg.Rate}
+	rep := &SoakReport{MaxSlope: cfg.MaxSlope, MaxSpread: cfg.MaxSpread, TargetRate: cfg.Rate, MinAchieved: cfg.MinAchieved}
 	if cfg.Rate <= 0 {
-		m, err := measure(ctx, cfg)
+		m, mq, err := measure(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("measuring the maximum ingest: %w", err)
 		}
-		rep.Measure, rep.MaxRate = m, m.PointsPerSec
+		rep.Measure, rep.MeasureQueries, rep.MaxRate = m, mq, m.PointsPerSec
 		rep.TargetRate = cfg.Fraction * m.PointsPerSec
 		if m.RequestErrors > 0 || m.PointsRejected > 0 {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("measure: %d failed requests, %d points rejected", m.RequestErrors, m.PointsRejected))
@@ -138,8 +157,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		}
 	}
 	// Live steps of all series at the target rate: the interval that makes
-	// Series points take 1/TargetRate seconds each, rounded up to the ms.
-	rep.IntervalMs = max(1, int64(math.Ceil(float64(cfg.Series)*1000/rep.TargetRate)))
+	// Series points take 1/TargetRate seconds each, rounded down to the ms
+	// so the feed makes at least the target and the pacing holds it there
+	// (the timestamps then fall behind the clock by at most one interval
+	// in 1/(interval+1)).
+	rep.IntervalMs = max(1, int64(math.Floor(float64(cfg.Series)*1000/rep.TargetRate)))
 	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series,
 		Interval: time.Duration(rep.IntervalMs) * time.Millisecond, Start: time.Now().Truncate(time.Millisecond)})
 	if err != nil {
@@ -181,6 +203,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if cpu, err := ProcCPU(cfg.PID); err == nil {
 		rep.ServerCPUSeconds = cpu - cpu0
 	}
+	rep.Achieved = rep.Write.PointsPerSec / rep.TargetRate
 	if peak, _, err := ProcMemory(cfg.PID); err == nil {
 		rep.PeakRSSBytes = peak
 	}
@@ -191,21 +214,42 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	return rep, nil
 }
 
-// measure writes flat out for cfg.Measure: a backfill of the 48 hours
-// before now at a 10 s interval, so it ends before the soak's live data
-// begins.
-func measure(ctx context.Context, cfg SoakConfig) (*Report, error) {
-	const interval = 10 * time.Second
-	steps := int(48 * time.Hour / interval)
-	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: interval, Steps: steps,
-		Start: time.Now().Truncate(interval).Add(-time.Duration(steps+1) * interval)})
+// measureInterval is the step of the measure's data: small enough that the
+// clock never holds the writer back (Series × 1,000 points/s).
+const measureInterval = time.Millisecond
+
+// measure runs the soak's writer flat out for cfg.Measure: the same
+// dialect, series, workers and batch size, live timestamps (never ahead of
+// the clock) starting now, 1 ms apart; with cfg.MeasureQueries the query
+// mix runs meanwhile. The soak's data, starting after it, continues each
+// series in order.
+func measure(ctx context.Context, cfg SoakConfig) (*Report, map[string]*SoakQueries, error) {
+	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: measureInterval,
+		Start: time.Now().Truncate(time.Millisecond)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, cfg.Measure)
+	defer cancel()
+	var wg sync.WaitGroup
+	var qs map[string]*SoakQueries
+	if cfg.MeasureQueries {
+		qcfg := cfg
+		qcfg.QueryRange = min(cfg.QueryRange, 5000*measureInterval)
+		qs = make(map[string]*SoakQueries, len(cfg.QueryDialects))
+		for _, d := range cfg.QueryDialects {
+			sq := &SoakQueries{}
+			qs[d] = sq
+			wg.Go(func() { queryLoop(mctx, g, qcfg, d, sq) })
+		}
 	}
 	wcfg := cfg.Write
-	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = 0, cfg.Measure, false, 0
+	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = 0, cfg.Measure, true, 0
 	wcfg.ServerPID, wcfg.Label = cfg.PID, "measure"
-	return Write(ctx, g, wcfg)
+	r, err := Write(mctx, g, wcfg)
+	cancel()
+	wg.Wait()
+	return r, qs, err
 }
 
 // maxSoakRounds bounds the query rounds of one dialect, whatever the
@@ -358,13 +402,22 @@ func (r *SoakReport) judge(warmup time.Duration) {
 		r.Failures = append(r.Failures, fmt.Sprintf("writes: %d failed requests, %d of %d points rejected, %d accepted",
 			w.RequestErrors, w.PointsRejected, w.PointsSent, w.PointsAccepted))
 	}
-	for _, d := range slices.Sorted(maps.Keys(r.Queries)) {
-		q := r.Queries[d]
-		if q.Errors > 0 {
-			r.Failures = append(r.Failures, fmt.Sprintf("queries %s: %d errors of %d", d, q.Errors, q.Queries))
-		}
-		if q.Queries == 0 {
-			r.Failures = append(r.Failures, fmt.Sprintf("queries %s: none completed", d))
+	if r.MinAchieved > 0 && r.Achieved < r.MinAchieved {
+		r.Failures = append(r.Failures, fmt.Sprintf("writes: %s points/s is %.1f %% of the target %s, under the %.0f %% required",
+			thousands(w.PointsPerSec), 100*r.Achieved, thousands(r.TargetRate), 100*r.MinAchieved))
+	}
+	for _, phase := range []struct {
+		name string
+		qs   map[string]*SoakQueries
+	}{{"measure queries", r.MeasureQueries}, {"queries", r.Queries}} {
+		for _, d := range slices.Sorted(maps.Keys(phase.qs)) {
+			q := phase.qs[d]
+			if q.Errors > 0 {
+				r.Failures = append(r.Failures, fmt.Sprintf("%s %s: %d errors of %d", phase.name, d, q.Errors, q.Queries))
+			}
+			if q.Queries == 0 {
+				r.Failures = append(r.Failures, fmt.Sprintf("%s %s: none completed", phase.name, d))
+			}
 		}
 	}
 	r.Fit = FitRSS(r.RSS, warmup)
@@ -395,13 +448,26 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 	var b []byte
 	p := func(format string, a ...any) { b = fmt.Appendf(b, format, a...) }
 	if m := r.Measure; m != nil {
-		p("measure: %s, %s points/s flat out over %.1fs (%d points, %d failed requests)\n",
-			m.Dialect, thousands(m.PointsPerSec), m.Seconds, m.PointsAccepted, m.RequestErrors)
+		with := "alone"
+		if r.MeasureQueries != nil {
+			with = "with the query mix"
+		}
+		p("measure: %s, the soak's writer flat out %s (%d series, live timestamps 1 ms apart, %d workers × %d points a request): %s points/s over %.1fs (%d points, %d failed requests)\n",
+			m.Dialect, with, m.Series, m.Workers, m.BatchSize, thousands(m.PointsPerSec), m.Seconds, m.PointsAccepted, m.RequestErrors)
+		for _, d := range slices.Sorted(maps.Keys(r.MeasureQueries)) {
+			q := r.MeasureQueries[d]
+			p("  measure queries %s: %d in %d rounds, %d errors\n", d, q.Queries, q.Rounds, q.Errors)
+		}
 	}
-	p("soak: target %s points/s (%d series every %d ms, live timestamps)\n", thousands(r.TargetRate), r.Write.Series, r.IntervalMs)
+	frac := ""
+	if r.MaxRate > 0 {
+		frac = fmt.Sprintf(" = %.1f %% of the measure", 100*r.TargetRate/r.MaxRate)
+	}
+	p("soak: target %s points/s%s (%d series every %d ms, live timestamps, paced)\n", thousands(r.TargetRate), frac, r.Write.Series, r.IntervalMs)
 	wr := r.Write
 	p("  writes: %.1fs, %d points sent, %d accepted, %d rejected, %s points/s; %d requests, %d failed; latency %s\n",
 		wr.Seconds, wr.PointsSent, wr.PointsAccepted, wr.PointsRejected, thousands(wr.PointsPerSec), wr.Requests, wr.RequestErrors, wr.Latency.text())
+	p("  achieved %.1f %% of the target (at least %.0f %% required)\n", 100*r.Achieved, 100*r.MinAchieved)
 	for _, e := range wr.Errors {
 		p("  write error ×%d: %s\n", e.Count, e.Message)
 	}

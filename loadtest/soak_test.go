@@ -68,6 +68,12 @@ func TestJudge(t *testing.T) {
 			Queries: okQueries, RSS: flat(1, 1, 1)}, "5 of 10 points rejected"},
 		{"query errors", SoakReport{Write: okWrite, Queries: map[string]*SoakQueries{"prom": {Queries: 5, Errors: 1}}, RSS: flat(1, 1, 1)}, "queries prom: 1 errors of 5"},
 		{"no queries", SoakReport{Write: okWrite, Queries: map[string]*SoakQueries{"opentsdb": {}}, RSS: flat(1, 1, 1)}, "none completed"},
+		{"measure query errors", SoakReport{Write: okWrite, Queries: okQueries, RSS: flat(1, 1, 1),
+			MeasureQueries: map[string]*SoakQueries{"prom": {Queries: 5, Errors: 2}}}, "measure queries prom: 2 errors of 5"},
+		{"behind the target", SoakReport{Write: &Report{PointsSent: 10, PointsAccepted: 10, PointsPerSec: 900}, Queries: okQueries,
+			RSS: flat(1, 1, 1), TargetRate: 1000, Achieved: 0.9, MinAchieved: 0.95}, "900 points/s is 90.0 % of the target 1,000, under the 95 % required"},
+		{"at the target", SoakReport{Write: &Report{PointsSent: 10, PointsAccepted: 10, PointsPerSec: 960}, Queries: okQueries,
+			RSS: flat(1, 1, 1), TargetRate: 1000, Achieved: 0.96, MinAchieved: 0.95}, ""},
 	}
 	for _, c := range cases {
 		c.r.MaxSlope, c.r.MaxSpread = 5, 0.2
@@ -115,7 +121,7 @@ func soakConfig(url string) SoakConfig {
 		QueryDialects: []string{QueryOpenTSDB, QueryProm}, QueryConcurrency: 1,
 		QueryRange: time.Hour, QueryLongRange: 2 * time.Hour, QueryStep: time.Minute,
 		MaxSlope: 1e9, MaxSpread: 1e9, // the test process's own memory is not what is judged here
-		PID: os.Getpid(),
+		PID: os.Getpid(), MeasureQueries: true,
 	}
 }
 
@@ -132,8 +138,17 @@ func TestSoakAgainstFake(t *testing.T) {
 	if r.Measure == nil || r.MaxRate <= 0 || math.Abs(r.TargetRate-0.5*r.MaxRate) > 1e-6 {
 		t.Fatalf("measure %v: max %v, target %v, want half the max", r.Measure != nil, r.MaxRate, r.TargetRate)
 	}
-	// 120 series at the target rate: the interval that makes that rate.
-	if want := int64(math.Ceil(120 * 1000 / r.TargetRate)); r.IntervalMs != max(1, want) {
+	// The measure: the soak's writer, live, 1 ms apart, with the queries.
+	if m := r.Measure; m.Workers != 2 || m.BatchSize != 500 || m.IntervalSec != 0.001 || m.LastTs > m.Started.Add(time.Second+cfg.Measure).UnixMilli() {
+		t.Fatalf("measure: %d workers, batch %d, interval %v s, last point %d ms after its start", m.Workers, m.BatchSize, m.IntervalSec, m.LastTs-m.Started.UnixMilli())
+	}
+	for _, d := range cfg.QueryDialects {
+		if q := r.MeasureQueries[d]; q == nil || q.Queries == 0 || q.Errors != 0 {
+			t.Fatalf("%s queries during the measure: %+v", d, q)
+		}
+	}
+	// 120 series at the target rate: the interval that makes at least that rate.
+	if want := int64(120 * 1000 / r.TargetRate); r.IntervalMs != max(1, want) {
 		t.Fatalf("interval %d ms, want %d", r.IntervalMs, want)
 	}
 	w := r.Write
@@ -203,6 +218,7 @@ func TestSoakConfigChecked(t *testing.T) {
 		"no rate":          func(c *SoakConfig) { c.Measure, c.Rate = 0, 0 },
 		"fraction":         func(c *SoakConfig) { c.Fraction = 1.5 },
 		"no dialect":       func(c *SoakConfig) { c.QueryDialects = nil },
+		"min achieved":     func(c *SoakConfig) { c.MinAchieved = 1.5 },
 	} {
 		c := base
 		mut(&c)
