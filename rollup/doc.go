@@ -1,8 +1,7 @@
 // Package rollup computes and encodes rollups: per series and per interval
 // bucket, the aggregates from which downsampled queries can be answered
-// without reading the raw points. It is a pure package, like chunk/: it
-// knows points, buckets and bytes, nothing about rows, files or the store.
-// The cell format, the proposed row keys and which queries each field
+// without reading the raw points, and keeps them in the store's rollup
+// table. The cell format, the row keys and which queries each field
 // answers exactly are in docs/format/rollup.md.
 //
 // # Buckets
@@ -27,4 +26,13 @@
 // the first run precedes the second (a late hour, finer buckets into a
 // coarser one). AppendCell writes buckets as one cell; Iterator reads one
 // in place without allocating.
+//
+// # The rollup table
+//
+// keys.go and rows.go are the store side (store.TableRollup): AppendRowKey,
+// ParseRowKey, AppendQualifier, ParseQualifier and MetricRange are the keys
+// (one row per series, interval and UTC day); AppendMutations and
+// CellMutation write one series' buckets; Scan reads the computed buckets
+// of a set of series at one interval for [start, end); ScanExternal reads
+// the points written through /api/rollup for one interval and Aggregator.
 package rollup

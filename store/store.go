@@ -29,10 +29,13 @@ const (
 	// TableMeta holds the data set's recorded layout and other small records
 	// (annotations, metadata).
 	TableMeta Table = 4
+	// TableRollup holds the rollups: per series, interval and day, the
+	// aggregates of each interval bucket (rollup/, docs/format/rollup.md).
+	TableRollup Table = 5
 )
 
 // Tables lists every table, in numeric order.
-var Tables = []Table{TableData, TableUID, TableIndex, TableMeta}
+var Tables = []Table{TableData, TableUID, TableIndex, TableMeta, TableRollup}
 
 func (t Table) String() string {
 	switch t {
@@ -44,6 +47,8 @@ func (t Table) String() string {
 		return "index"
 	case TableMeta:
 		return "meta"
+	case TableRollup:
+		return "rollup"
 	}
 	return "table(" + strconv.Itoa(int(t)) + ")"
 }

@@ -67,7 +67,7 @@ func (s *Store) ensureTable(ctx context.Context, t store.Table, saltBuckets int)
 				TableID:        name,
 				ColumnFamilies: map[string]bt.Family{family: {GCPolicy: gcOneVersion}},
 			}
-			if t == store.TableData {
+			if t == store.TableData || t == store.TableRollup { // both keyed by salt first
 				conf.SplitKeys = SplitKeys(saltBuckets)
 			}
 			err = s.admin.CreateTableFromConf(opctx, conf)
