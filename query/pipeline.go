@@ -30,6 +30,8 @@ type Request struct {
 	// index selects for the Selector's metric and matchers (OpenTSDB's
 	// tsuid sub-queries); the Selector's range still applies.
 	Entries []*series.Entry
+	// Rollup is the request's rollupUsage (rollup.go).
+	Rollup RollupUsage
 }
 
 // Result is one output series: a group of input series aggregated, or one
@@ -82,6 +84,9 @@ func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	}
 	if err := e.planDownsample(*req.Downsample, sel.Start, sel.End, len(entries)); err != nil {
 		return nil, err
+	}
+	if ss, ok, err := e.fetchRollups(ctx, req, entries, sel.Start, sel.End); ok {
+		return ss, err
 	}
 	return e.readDownsampled(ctx, entries, sel.Start, sel.End, *req.Downsample, req.Location)
 }

@@ -41,6 +41,10 @@ type Series struct {
 	// from the store and the head (a point held by both counts twice):
 	// len(Points) before downsampling.
 	RawPoints int
+	// FromRollup is the rollup interval (ms) its buckets were read from,
+	// joined with raw points where rollups do not answer (rollup_fetch.go);
+	// 0 when read raw.
+	FromRollup int64
 
 	downsampled bool // Points are the buckets of the request's downsample spec
 }
@@ -61,6 +65,7 @@ type Engine struct {
 	limits  Limits
 	metrics *engineMetrics // nil until RegisterMetrics
 	admit   *admission     // admit.go
+	ru      rollupState    // rollup.go
 }
 
 // NewEngine returns an engine reading head, the index idx and st, laid out

@@ -305,6 +305,10 @@ func TestParseQueryURI(t *testing.T) {
 			&QueryRequest{Start: "1", Queries: []SubQuery{sub("sum", "m", func(q *SubQuery) {
 				q.RollupUsage, q.Downsample = "ROLLUP_FALLBACK_RAW", "1dc-sum"
 			})}}},
+		{"unknown rollup usage", "start=1&m=sum:rollup_sometimes:1h-avg:m",
+			&QueryRequest{Start: "1", Queries: []SubQuery{sub("sum", "m", func(q *SubQuery) {
+				q.RollupUsage, q.Downsample = "ROLLUP_NOFALLBACK", "1h-avg"
+			})}}},
 		{"only non-group-by filters", "start=1&m=sum:m{}{host=web*}",
 			&QueryRequest{Start: "1", Queries: []SubQuery{sub("sum", "m", func(q *SubQuery) {
 				q.Filters = []Filter{{FilterIWildcard, "host", "web*", false}}

@@ -49,7 +49,9 @@ func requiredValue(q url.Values, name string) (string, error) {
 //	percentiles[99.9,95]
 //	explicit_tags
 //	pre-agg
-//	rollup_raw, rollup_nofallback, rollup_fallback, rollup_fallback_raw
+//	rollup_raw, rollup_nofallback, rollup_fallback, rollup_fallback_raw (any
+//	case; any other part starting rollup_ is ROLLUP_NOFALLBACK, as in
+//	OpenTSDB)
 //	show-histogram-buckets
 //
 // e.g. m=sum:rate{counter,,1000}:if.octets.in{host=*}{dc=literal_or(lga|sjc)}.
@@ -138,8 +140,10 @@ func modifier(sq *SubQuery, part string, tsuid bool) (bool, error) {
 		sq.ExplicitTags = true
 	case lower == "pre-agg":
 		sq.PreAggregate = true
-	case slices.Contains(rollupUsages, strings.ToUpper(part)):
-		sq.RollupUsage = strings.ToUpper(part)
+	case strings.HasPrefix(lower, "rollup_"):
+		// QueryRpc: any part starting rollup_ is a usage; an unknown one
+		// is the default (ROLLUP_USAGE.parse).
+		sq.RollupUsage = normRollupUsage(part)
 	default:
 		return false, nil
 	}

@@ -398,7 +398,7 @@ func hexUpper(b []byte) string {
 
 // engineRequest turns an OpenTSDB sub-query into an engine request.
 func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start, end int64, loc *time.Location, useCalendar bool) (query.Request, error) {
-	req := query.Request{Location: loc}
+	req := query.Request{Location: loc, Rollup: query.ParseRollupUsage(sq.RollupUsage)}
 	agg, err := downsample.Lookup(sq.Aggregator)
 	if err != nil {
 		return req, err

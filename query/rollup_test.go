@@ -1,0 +1,234 @@
+package query
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"math/rand/v2"
+
+	"hourglass/chunk"
+	"hourglass/downsample"
+	"hourglass/rollup"
+	"hourglass/series"
+)
+
+// noHead is a head that holds nothing: an engine over it reads the store
+// alone.
+type noHead struct{}
+
+func (noHead) Snapshot(_ series.Labels, _, _ int64, dst []chunk.Point) []chunk.Point { return dst }
+
+// memRollups are rollups computed from the points of an engine that reads
+// the store alone: what the flusher's rollups hold once the rows are
+// written. Series without a stored point have none.
+type memRollups struct {
+	ivs     []int64
+	buckets map[int64]map[string][]rollup.Bucket // interval, TSUID
+	mu      sync.Mutex
+	reads   int
+}
+
+func newMemRollups(t *testing.T, env *equivEnv, ivs ...int64) *memRollups {
+	t.Helper()
+	m := &memRollups{ivs: ivs, buckets: map[int64]map[string][]rollup.Bucket{}}
+	stored := NewEngine(noHead{}, env.eng.index, env.st, env.layout, Limits{})
+	ss, err := stored.ReadEntries(context.Background(), env.entries, env.first-2*3600_000, env.last+2*3600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, iv := range ivs {
+		m.buckets[iv] = map[string][]rollup.Bucket{}
+		for _, s := range ss {
+			bs, err := rollup.Compute(nil, s.Points, iv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.buckets[iv][string(s.TSUID)] = bs
+		}
+	}
+	return m
+}
+
+func (m *memRollups) Intervals() []int64 { return m.ivs }
+
+func (m *memRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, fn func(int, *rollup.Bucket) error) error {
+	m.mu.Lock()
+	m.reads++
+	m.mu.Unlock()
+	for i, en := range entries {
+		for _, b := range m.buckets[iv][string(en.TSUID)] {
+			if b.Start >= start && b.Start < end {
+				if err := fn(i, &b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestRollupRunMatchesRaw holds requests answered from rollups to the same
+// requests with ROLLUP_RAW: the same results, bit for bit, over random
+// data in which the head still holds the last hours and late points over
+// the store's (the split query), with every aggregator buckets answer,
+// fill policies, rates and groups.
+func TestRollupRunMatchesRaw(t *testing.T) {
+	ctx := context.Background()
+	specs := []string{"10m-avg", "20m-sum", "30m-max-nan", "1h-avg", "1h-sum-zero", "2h-avg", "3h-count-null", "1h-min",
+		"1h-first", "1h-last", "1h-diff", "2h-zimsum", "1hc-avg", "1dc-max", "10m-count", "1h-mimmax", "90m-avg", "1h-dev", "0all-sum"}
+	aggs := []string{"avg", "sum", "none", "count", "max", "zimsum", "mimmin"}
+	rollupReads, rawReads := 0, 0
+	for seed := range uint64(3) {
+		env := openEquiv(t, seed)
+		mem := newMemRollups(t, env, 600_000, 3_600_000)
+		env.eng.SetRollups(mem, nil)
+		r := rand.New(rand.NewPCG(seed, 13))
+		for n := range 120 {
+			start, end := env.randomRange(r)
+			req := Request{Selector: Selector{Metric: "m", Start: start, End: end}}
+			var err error
+			if req.Aggregator, err = downsample.Lookup(aggs[r.IntN(len(aggs))]); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := downsample.ParseSpec(specs[r.IntN(len(specs))])
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Downsample = &spec
+			if r.IntN(3) == 0 {
+				req.Rate = true
+				req.RateOptions = downsample.RateOptions{Counter: r.IntN(2) == 0}
+			}
+			if r.IntN(2) == 0 {
+				req.GroupBy = []string{"dc"}
+			}
+			raw := req
+			raw.Rollup = RollupRaw
+			want, err := env.eng.Run(ctx, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := env.eng.Run(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("seed %d case %d %v [%d, %d]: %d results, want %d", seed, n, spec, start, end, len(got), len(want))
+			}
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Metric != w.Metric || !slices.Equal(g.Tags, w.Tags) || !slices.Equal(g.AggregateTags, w.AggregateTags) {
+					t.Fatalf("seed %d case %d: result %d is %+v, want %+v", seed, n, i, g, w)
+				}
+				if !samePoints(g.Points, w.Points) {
+					t.Fatalf("seed %d case %d (%v %v rate %v [%d, %d]): result %d points\ngot  %v\nwant %v", seed, n, req.Aggregator, spec, req.Rate, start, end, i, g.Points, w.Points)
+				}
+			}
+			// Count what was answered how.
+			ss, err := env.eng.Fetch(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range ss {
+				if s.FromRollup != 0 {
+					rollupReads++
+				} else if s.RawPoints > 0 {
+					rawReads++
+				}
+			}
+		}
+	}
+	if rollupReads < 500 {
+		t.Errorf("only %d series read from rollups", rollupReads)
+	}
+	t.Logf("%d series read from rollups, %d raw", rollupReads, rawReads)
+}
+
+func TestParseRollupUsage(t *testing.T) {
+	for in, want := range map[string]RollupUsage{
+		"": RollupNoFallback, "rollup_raw": RollupRaw, "ROLLUP_FALLBACK": RollupFallback,
+		"Rollup_Fallback_Raw": RollupFallbackRaw, "ROLLUP_NOFALLBACK": RollupNoFallback, "whatever": RollupNoFallback,
+	} {
+		if got := ParseRollupUsage(in); got != want {
+			t.Errorf("ParseRollupUsage(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestRollupPlan(t *testing.T) {
+	e := &Engine{}
+	e.SetRollups(&memRollups{ivs: []int64{600_000, 3_600_000}}, nil)
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip("no zone data")
+	}
+	for _, c := range []struct {
+		spec  string
+		loc   *time.Location
+		usage RollupUsage
+		want  []int64
+	}{
+		{"1h-avg", nil, RollupNoFallback, []int64{3_600_000, 600_000}},
+		{"2h-sum", nil, RollupFallback, []int64{3_600_000, 600_000}},
+		{"90m-max", nil, RollupNoFallback, []int64{600_000}},
+		{"10m-count", nil, RollupNoFallback, []int64{600_000}},
+		{"5m-avg", nil, RollupNoFallback, nil},
+		{"1h-avg", nil, RollupRaw, nil},
+		{"1h-dev", nil, RollupNoFallback, nil},
+		{"1h-p99", nil, RollupNoFallback, nil},
+		{"0all-sum", nil, RollupNoFallback, nil},
+		{"1dc-sum", time.UTC, RollupNoFallback, []int64{3_600_000, 600_000}},
+		{"1dc-sum", ny, RollupNoFallback, nil},
+		{"1nc-sum", nil, RollupNoFallback, nil},
+	} {
+		spec, err := downsample.ParseSpec(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := e.rollupIntervals(Request{Downsample: &spec, Location: c.loc, Rollup: c.usage})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %v %v: intervals %v, want %v", c.spec, c.loc, c.usage, got, c.want)
+		}
+	}
+	if got := e.rollupIntervals(Request{}); got != nil {
+		t.Errorf("no downsample: %v", got)
+	}
+}
+
+// TestRollupFallback: with no rollup data, ROLLUP_NOFALLBACK answers from
+// rollups alone (only what the head still holds, read raw, is there),
+// ROLLUP_FALLBACK_RAW and ROLLUP_FALLBACK read raw points.
+func TestRollupFallback(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 7)
+	env.eng.SetRollups(&memRollups{ivs: []int64{3_600_000}}, nil)
+	spec, _ := downsample.ParseSpec("1h-sum")
+	agg, _ := downsample.Lookup("sum")
+	req := Request{Selector: Selector{Metric: "m", Start: env.first, End: env.last}, Aggregator: agg, Downsample: &spec}
+	count := func(u RollupUsage) (n int, from int64) {
+		r := req
+		r.Rollup = u
+		ss, err := env.eng.Fetch(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			n += len(s.Points)
+			from = max(from, s.FromRollup)
+		}
+		return n, from
+	}
+	raw, _ := count(RollupRaw)
+	no, noFrom := count(RollupNoFallback)
+	fb, fbFrom := count(RollupFallbackRaw)
+	fb2, fb2From := count(RollupFallback)
+	if raw == 0 || no >= raw || noFrom != 3_600_000 {
+		t.Errorf("NOFALLBACK: %d buckets from %d, raw %d", no, noFrom, raw)
+	}
+	if fb != raw || fbFrom != 0 || fb2 != raw || fb2From != 0 {
+		t.Errorf("FALLBACK_RAW: %d buckets from %d, FALLBACK %d from %d; raw %d", fb, fbFrom, fb2, fb2From, raw)
+	}
+}
