@@ -145,6 +145,11 @@ func (db *DB) Close() error {
 	err := db.Flush(ctx)
 	db.flusher.stop()
 	db.done.Wait()
+	if err == nil {
+		// The chunks written without a sync (Flusher.syncStore) are
+		// durable before the WAL that holds their points goes.
+		err = db.flusher.syncStore(ctx)
+	}
 	if err == nil && h.Fatal() == nil {
 		if seg, rerr := h.log.Rotate(); rerr == nil {
 			err = h.log.Truncate(seg)

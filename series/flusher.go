@@ -25,7 +25,13 @@ import (
 // the batch back in front and is retried with backoff; while writes fail,
 // Failing reports it. It is safe for concurrent use.
 type Flusher struct {
-	st        store.Store
+	st store.Store
+	// deferred is st when it can leave the chunks' durability to the WAL
+	// (store.DeferredWriter): chunks are written without a sync of the
+	// store's own log, and the head syncs the store before it truncates
+	// the WAL segments that hold them (Head.truncateWAL). Nil otherwise:
+	// every Write is durable.
+	deferred  store.DeferredWriter
 	layout    rowkey.Layout
 	writerID  uint16
 	maxPoints int
@@ -70,7 +76,17 @@ func NewFlusher(st store.Store, opts FlusherOptions) *Flusher {
 		closing: func() bool { return false },
 	}
 	f.cond = sync.NewCond(&f.mu)
+	f.deferred, _ = st.(store.DeferredWriter)
 	return f
+}
+
+// syncStore makes every chunk written so far durable in the store: a no-op
+// when each write already was.
+func (f *Flusher) syncStore(ctx context.Context) error {
+	if f.deferred == nil {
+		return nil
+	}
+	return f.deferred.Sync(ctx)
 }
 
 // Failing reports whether the last write to the store failed.
@@ -325,7 +341,11 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 		}
 		sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
 	}
-	if err := f.st.Write(ctx, store.TableData, muts); err != nil {
+	write := f.st.Write
+	if f.deferred != nil {
+		write = f.deferred.WriteDeferred // durable at the next syncStore
+	}
+	if err := write(ctx, store.TableData, muts); err != nil {
 		// What we believe of the rows may be wrong now: forget it.
 		for _, c := range batch {
 			c.s.rows = nil

@@ -151,6 +151,10 @@ type Head struct {
 	// the bound on them seals them all (late.go).
 	latePoints  atomic.Int64
 	lateSealing atomic.Bool
+
+	// walLow is the segment below which the last truncation removed every
+	// segment; only the sweeper uses it.
+	walLow int
 }
 
 type headShard struct {

@@ -70,9 +70,20 @@ func (h *Head) truncateWAL() {
 			return
 		}
 	}
+	if low <= h.walLow {
+		return // nothing below low is left to remove
+	}
+	// The chunks that held the segments' points were written without a
+	// sync when the store allows it: make them durable first.
+	if err := h.fl.syncStore(context.Background()); err != nil {
+		h.opts.Logger.Warn("syncing the store before truncating the wal", "err", err)
+		return
+	}
 	if err := h.log.Truncate(low); err != nil {
 		h.opts.Logger.Warn("truncating the wal", "err", err)
+		return
 	}
+	h.walLow = low
 }
 
 // forgetIdle drops series with nothing in the head that were not written for two hours.

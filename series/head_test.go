@@ -304,6 +304,14 @@ func (f *flakyStore) Write(ctx context.Context, t store.Table, muts []store.Muta
 	return f.Store.Write(ctx, t, muts)
 }
 
+// WriteDeferred fails as Write does: the flusher writes chunks with it.
+func (f *flakyStore) WriteDeferred(ctx context.Context, t store.Table, muts []store.Mutation) error {
+	if f.down.Load() && t == store.TableData {
+		return fmt.Errorf("%w: injected outage", store.ErrUnavailable)
+	}
+	return f.Store.WriteDeferred(ctx, t, muts)
+}
+
 // TestCloseWaitsForTheStoreToComeBack: a write that failed is retried, and
 // Close waits for the retry instead of failing on the first error.
 func TestCloseWaitsForTheStoreToComeBack(t *testing.T) {

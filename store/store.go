@@ -160,3 +160,29 @@ type Store interface {
 	// Close releases the store. Operations after Close return ErrClosed.
 	Close() error
 }
+
+// DeferredWriter is a Store that can leave the durability of writes to a
+// log the caller keeps (the series WAL): the point is then written to disk
+// once on its way to a table, not once in the caller's log and again in the
+// store's. The store's contract is unchanged for Write; WriteDeferred and
+// Sync are the exception, asked for explicitly.
+//
+// Rules (store/storetest checks the first; the embedded store's crash test
+// the rest):
+//   - WriteDeferred applies the mutations as Write does, visible to every
+//     read once it returns, but they need not be durable then: a crash may
+//     take back any suffix of the deferred writes not covered by a Sync (a
+//     prefix of them survives; never a later one without an earlier one).
+//   - Sync returns once every mutation applied before it began, deferred or
+//     not, is durable, and so is every Increment and PutIfAbsent that
+//     returned before it.
+//   - A deferred cell never outlives a crash that takes back an Increment or
+//     PutIfAbsent that returned before the WriteDeferred (the UIDs a cell
+//     refers to are durable first).
+type DeferredWriter interface {
+	Store
+	// WriteDeferred is Write without the durability on return.
+	WriteDeferred(ctx context.Context, t Table, muts []Mutation) error
+	// Sync makes everything applied before it durable.
+	Sync(ctx context.Context) error
+}

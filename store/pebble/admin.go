@@ -15,8 +15,10 @@ func (s *Store) Flush() error {
 		return err
 	}
 	defer s.leave()
-	if err := s.db.Flush(); err != nil {
-		return fmt.Errorf("store/pebble: flush: %w", err)
+	for _, db := range s.dbs() {
+		if err := db.Flush(); err != nil {
+			return fmt.Errorf("store/pebble: flush: %w", err)
+		}
 	}
 	return nil
 }
@@ -30,21 +32,36 @@ func (s *Store) Compact(ctx context.Context) error {
 	}
 	defer s.leave()
 	// Every key starts with a table byte in [0x00, 0xfe] (checkTable).
-	if err := s.db.Compact(ctx, []byte{0x00}, []byte{0xff}, true); err != nil {
-		return fmt.Errorf("store/pebble: compact: %w", err)
+	for _, db := range s.dbs() {
+		if err := db.Compact(ctx, []byte{0x00}, []byte{0xff}, true); err != nil {
+			return fmt.Errorf("store/pebble: compact: %w", err)
+		}
 	}
 	return nil
 }
 
-// DiskUsage returns the bytes of the live files in the data directory:
-// SSTables, WAL, MANIFEST and OPTIONS, not files waiting to be deleted. It
-// returns 0 on a closed store.
+// DiskUsage returns the bytes of the live files in the data directory (the
+// data table's database included): SSTables, WAL, MANIFEST and OPTIONS, not
+// files waiting to be deleted. It returns 0 on a closed store.
 func (s *Store) DiskUsage() uint64 {
 	if err := s.enter(); err != nil {
 		return 0
 	}
 	defer s.leave()
-	return liveBytes(s.db.Metrics())
+	var n uint64
+	for _, db := range s.dbs() {
+		n += liveBytes(db.Metrics())
+	}
+	return n
+}
+
+// dbs returns the store's databases: the main one, then the data table's
+// when it has its own.
+func (s *Store) dbs() []*pebbledb.DB {
+	if s.split() {
+		return []*pebbledb.DB{s.db, s.data}
+	}
+	return []*pebbledb.DB{s.db}
 }
 
 func liveBytes(m *pebbledb.Metrics) uint64 {
@@ -92,25 +109,38 @@ func (s *Store) Metrics() Metrics {
 		return Metrics{}
 	}
 	defer s.leave()
-	m := s.db.Metrics()
-	total := m.Total()
-	return Metrics{
-		DiskUsage:        liveBytes(m),
-		TableBytes:       m.Table.Local.LiveSize,
-		TableCount:       m.Table.Local.LiveCount,
-		WALBytes:         m.WAL.PhysicalSize,
-		MemTableBytes:    m.MemTable.Size,
-		MemTables:        m.MemTable.Count,
-		L0Files:          m.Levels[0].TablesCount,
-		L0Sublevels:      m.Levels[0].Sublevels,
-		ReadAmp:          m.ReadAmp(),
-		BlockCacheBytes:  m.BlockCache.Size,
-		BlockCacheHits:   m.BlockCache.Hits,
-		BlockCacheMisses: m.BlockCache.Misses,
-		Flushes:          m.Flush.Count,
-		Compactions:      m.Compact.Count,
-		CompactionDebt:   m.Compact.EstimatedDebt,
-		WriteAmp:         total.WriteAmp(),
-		Tombstones:       m.Keys.TombstoneCount,
+	var out Metrics
+	var written, in uint64
+	for _, db := range s.dbs() {
+		m := db.Metrics()
+		total := m.Total()
+		out.DiskUsage += liveBytes(m)
+		out.TableBytes += m.Table.Local.LiveSize
+		out.TableCount += m.Table.Local.LiveCount
+		out.WALBytes += m.WAL.PhysicalSize
+		out.MemTableBytes += m.MemTable.Size
+		out.MemTables += m.MemTable.Count
+		out.L0Files += m.Levels[0].TablesCount
+		out.L0Sublevels = max(out.L0Sublevels, m.Levels[0].Sublevels)
+		out.ReadAmp = max(out.ReadAmp, m.ReadAmp())
+		out.BlockCacheBytes = m.BlockCache.Size // one cache, shared
+		out.BlockCacheHits = m.BlockCache.Hits
+		out.BlockCacheMisses = m.BlockCache.Misses
+		out.Flushes += m.Flush.Count
+		out.Compactions += m.Compact.Count
+		out.CompactionDebt += m.Compact.EstimatedDebt
+		out.Tombstones += m.Keys.TombstoneCount
+		// Bytes written to tables over bytes that came in: through the WAL,
+		// or for the WAL-less data table, flushed from its memtables.
+		written += total.TableBytesFlushed + total.TableBytesCompacted + total.BlobBytesFlushed + total.BlobBytesCompacted
+		if db == s.db {
+			in += total.TableBytesIn
+		} else {
+			in += m.Levels[0].TableBytesFlushed + m.Levels[0].BlobBytesFlushed
+		}
 	}
+	if in > 0 {
+		out.WriteAmp = float64(written) / float64(in)
+	}
+	return out
 }

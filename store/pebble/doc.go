@@ -17,7 +17,10 @@
 //
 // Operations:
 //   - Write is one Pebble batch, synced to the WAL before it returns: durable
-//     and atomic as a whole (more than store.Store promises).
+//     and atomic as a whole (more than store.Store promises). The data
+//     table is a second Pebble database without a WAL (split.go): its
+//     batches are durable once flushed, by Write itself or, for
+//     WriteDeferred (store.DeferredWriter), by the next Sync.
 //   - Scan walks all its ranges with one iterator, seeking only when the
 //     iterator is not already at or past the next range's start, and hands
 //     each cell to the callback without allocating: the row is decoded into

@@ -42,7 +42,7 @@ func (s *Store) Scan(ctx context.Context, t store.Table, ranges []store.KeyRange
 	sc := s.scanners.Get().(*scanner)
 	defer s.scanners.Put(sc)
 
-	it, err := s.db.NewIterWithContext(ctx, &pebbledb.IterOptions{
+	it, err := s.dbFor(t).NewIterWithContext(ctx, &pebbledb.IterOptions{
 		LowerBound: []byte{byte(t)},
 		UpperBound: tableEnd(t),
 	})

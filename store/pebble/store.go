@@ -9,8 +9,10 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"hourglass/store"
 )
@@ -18,8 +20,23 @@ import (
 // Store is a store.Store on a Pebble database in one directory. It is safe
 // for concurrent use.
 type Store struct {
-	db  *pebbledb.DB
-	dir string
+	// db holds the UID, index and meta tables, with Pebble's WAL synced on
+	// every Write. data holds the data table without a Pebble WAL (split.go);
+	// in a data set made before the split, data is db.
+	db   *pebbledb.DB
+	data *pebbledb.DB
+	dir  string
+	fs   vfs.FS // the file system both are on
+
+	// unsynced counts the Increments and PutIfAbsents applied to db
+	// without a sync; synced is the count the last sync of db's log
+	// covered. Their difference is what a deferred data write must make
+	// durable first (split.go).
+	unsynced, synced atomic.Uint64
+	// dataWrites counts the deferred writes to data; flushed is the count
+	// the last Sync's flush covered.
+	dataWrites, flushed atomic.Uint64
+	syncMu              sync.Mutex // one Sync at a time
 
 	// guard refuses operations once Close has begun and lets Close wait
 	// for those under way.
@@ -36,7 +53,7 @@ type Store struct {
 	scanners sync.Pool // *scanner
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.DeferredWriter = (*Store)(nil)
 
 // errEmptyRow rejects an empty row key, which Bigtable does not allow.
 var errEmptyRow = errors.New("store/pebble: empty row key")
@@ -70,7 +87,11 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("store/pebble: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir, seed: maphash.MakeSeed()}
+	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed()}
+	if err := s.openData(po, logger); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.scanners.New = func() any { return new(scanner) }
 	return s, nil
 }
@@ -97,23 +118,47 @@ func (s *Store) Close() error {
 		return err
 	}
 	// A clean close leaves everything in SSTables: the next open replays no
-	// log, and what the data takes on disk is its compressed size.
-	flushErr := s.db.Flush()
+	// log, and what the data takes on disk is its compressed size. The data
+	// table's database first: it has no log to replay.
+	var errs []error
+	if s.split() {
+		if err := s.data.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("store/pebble: flushing %s before closing: %w", s.dataDir(), err))
+		}
+		if err := s.data.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store/pebble: close %s: %w", s.dataDir(), err))
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("store/pebble: flushing %s before closing: %w", s.dir, err))
+	}
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("store/pebble: close %s: %w", s.dir, err)
+		errs = append(errs, fmt.Errorf("store/pebble: close %s: %w", s.dir, err))
 	}
-	if flushErr != nil {
-		return fmt.Errorf("store/pebble: flushing %s before closing: %w", s.dir, flushErr)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Write applies the mutations in one Pebble batch, synced to the WAL before
-// it returns: the whole call is atomic, not only each row.
+// Write applies the mutations in one Pebble batch, durable before it
+// returns: the whole call is atomic, not only each row. A batch of the
+// other tables is synced to the WAL; one of the data table, whose database
+// has no WAL, is flushed to an SSTable (split.go), after the WAL has made
+// the Increments and PutIfAbsents before it durable.
 //
 // Write does not take the locks of Increment and PutIfAbsent: a cell that
 // those change must not be written by Write at the same time.
 func (s *Store) Write(ctx context.Context, t store.Table, muts []store.Mutation) error {
+	return s.write(ctx, t, muts, false)
+}
+
+// WriteDeferred is Write without durability on return
+// (store.DeferredWriter): a batch of the data table goes to its memtable
+// alone, durable at the next Sync or memtable flush. Batches of the other
+// tables are written as by Write.
+func (s *Store) WriteDeferred(ctx context.Context, t store.Table, muts []store.Mutation) error {
+	return s.write(ctx, t, muts, true)
+}
+
+func (s *Store) write(ctx context.Context, t store.Table, muts []store.Mutation, deferred bool) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -133,7 +178,8 @@ func (s *Store) Write(ctx context.Context, t store.Table, muts []store.Mutation)
 		// Pebble's batch record: kind, varint key and value lengths.
 		size += 1 + 2*binary.MaxVarintLen32 + keyLen(m.Row, m.Qualifier) + len(m.Value)
 	}
-	b := s.db.NewBatchWithSize(size)
+	db := s.dbFor(t)
+	b := db.NewBatchWithSize(size)
 	defer b.Close()
 	for i := range muts {
 		m := &muts[i]
@@ -153,7 +199,26 @@ func (s *Store) Write(ctx context.Context, t store.Table, muts []store.Mutation)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.Commit(pebbledb.Sync); err != nil {
+	if db == s.db {
+		n := s.unsynced.Load()
+		if err := b.Commit(pebbledb.Sync); err != nil {
+			return fmt.Errorf("store/pebble: write %s: %w", t, err)
+		}
+		s.markSynced(n)
+		return nil
+	}
+	// The data table's own database: the UIDs its cells refer to first.
+	if err := s.syncMain(); err != nil {
+		return fmt.Errorf("store/pebble: write %s: %w", t, err)
+	}
+	if err := b.Commit(pebbledb.NoSync); err != nil {
+		return fmt.Errorf("store/pebble: write %s: %w", t, err)
+	}
+	s.dataWrites.Add(1)
+	if deferred {
+		return nil
+	}
+	if err := s.flushData(); err != nil {
 		return fmt.Errorf("store/pebble: write %s: %w", t, err)
 	}
 	return nil
@@ -173,7 +238,7 @@ func (s *Store) ReadRow(ctx context.Context, t store.Table, row []byte) ([]store
 	}
 	lower := appendRowPrefix(make([]byte, 0, 2*keyLen(row, nil)), t, row)
 	upper := appendRowEnd(lower[len(lower):], t, row)
-	it, err := s.db.NewIterWithContext(ctx, &pebbledb.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.dbFor(t).NewIterWithContext(ctx, &pebbledb.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("store/pebble: read row %s: %w", t, err)
 	}
@@ -240,7 +305,8 @@ func (s *Store) Increment(ctx context.Context, t store.Table, row, qualifier []b
 	mu.Lock()
 	defer mu.Unlock()
 	var cur int64
-	v, closer, err := s.db.Get(key)
+	db := s.dbFor(t)
+	v, closer, err := db.Get(key)
 	switch {
 	case errors.Is(err, pebbledb.ErrNotFound):
 	case err != nil:
@@ -258,7 +324,7 @@ func (s *Store) Increment(ctx context.Context, t store.Table, row, qualifier []b
 		}
 	}
 	next := cur + delta
-	if err := s.db.Set(key, binary.BigEndian.AppendUint64(nil, uint64(next)), pebbledb.NoSync); err != nil {
+	if err := s.setNoSync(db, key, binary.BigEndian.AppendUint64(nil, uint64(next))); err != nil {
 		return 0, fmt.Errorf("store/pebble: increment %s row %q qualifier %q: %w", t, row, qualifier, err)
 	}
 	return next, nil
@@ -281,7 +347,8 @@ func (s *Store) PutIfAbsent(ctx context.Context, t store.Table, row, qualifier, 
 	mu := s.lock(key)
 	mu.Lock()
 	defer mu.Unlock()
-	v, closer, err := s.db.Get(key)
+	db := s.dbFor(t)
+	v, closer, err := db.Get(key)
 	switch {
 	case errors.Is(err, pebbledb.ErrNotFound):
 	case err != nil:
@@ -296,14 +363,15 @@ func (s *Store) PutIfAbsent(ctx context.Context, t store.Table, row, qualifier, 
 		}
 		return false, existing, nil
 	}
-	if err := s.db.Set(key, value, pebbledb.NoSync); err != nil {
+	if err := s.setNoSync(db, key, value); err != nil {
 		return false, nil, fmt.Errorf("store/pebble: put if absent %s row %q qualifier %q: %w", t, row, qualifier, err)
 	}
 	return true, nil, nil
 }
 
 // DeleteRange deletes every row in the range with one Pebble range
-// tombstone, synced before it returns.
+// tombstone, durable before it returns (synced to the WAL, or for the data
+// table, flushed).
 func (s *Store) DeleteRange(ctx context.Context, t store.Table, r store.KeyRange) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -320,7 +388,18 @@ func (s *Store) DeleteRange(ctx context.Context, t store.Table, r store.KeyRange
 	if bytes.Compare(start, end) >= 0 {
 		return nil
 	}
-	if err := s.db.DeleteRange(start, end, pebbledb.Sync); err != nil {
+	db := s.dbFor(t)
+	if db == s.db {
+		if err := db.DeleteRange(start, end, pebbledb.Sync); err != nil {
+			return fmt.Errorf("store/pebble: delete range %s [%q, %q): %w", t, r.Start, r.End, err)
+		}
+		return nil
+	}
+	if err := db.DeleteRange(start, end, pebbledb.NoSync); err != nil {
+		return fmt.Errorf("store/pebble: delete range %s [%q, %q): %w", t, r.Start, r.End, err)
+	}
+	s.dataWrites.Add(1)
+	if err := s.flushData(); err != nil {
 		return fmt.Errorf("store/pebble: delete range %s [%q, %q): %w", t, r.Start, r.End, err)
 	}
 	return nil

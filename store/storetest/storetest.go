@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PutIfAbsent", testPutIfAbsent},
 		{"PutIfAbsentConcurrent", testPutIfAbsentConcurrent},
 		{"Closed", testClosed},
+		{"Deferred", testDeferred},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

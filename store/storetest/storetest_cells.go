@@ -159,3 +159,31 @@ func testReadRowOwned(t *testing.T, s store.Store) {
 	}
 	checkCells(t, "ReadRow", readRow(t, s, store.TableData, "r"), []cell{{"r", "a", "ONE"}, {"r", "b", "TWO"}})
 }
+
+// testDeferred: a store.DeferredWriter's deferred writes are read back at
+// once from every table, in any read, and Sync succeeds; a store without
+// the interface has nothing to check (its writes are all durable).
+func testDeferred(t *testing.T, s store.Store) {
+	d, ok := s.(store.DeferredWriter)
+	if !ok {
+		t.Logf("%T has no deferred writes", s)
+		return
+	}
+	ctx := context.Background()
+	m := model{}
+	for _, table := range store.Tables {
+		muts := []store.Mutation{set("r1", "q", "v1"), set("r2", "q", "v2"), del("r1", "q"), set("r1", "q2", "v3")}
+		if err := d.WriteDeferred(ctx, table, muts); err != nil {
+			t.Fatalf("WriteDeferred %s: %v", table, err)
+		}
+		m.apply(table, muts)
+	}
+	checkAll(t, s, m)
+	if err := d.Sync(ctx); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	checkAll(t, s, m)
+	if err := d.WriteDeferred(ctx, store.TableData, []store.Mutation{{Qualifier: []byte("q")}}); err == nil {
+		t.Error("WriteDeferred took an empty row key")
+	}
+}
