@@ -139,8 +139,8 @@ type Series struct {
 	Labels     []Label // sorted by name; as many as were sent, up to Decoder.MaxLabels
 	Metric     string  // the value of __name__
 	NumSamples int
-	Histograms int // native histogram samples (this receiver stores none)
-	Exemplars  int
+	Histograms int      // native histogram samples (HistogramSamples decodes them)
+	Exemplars  int      // exemplars (Exemplars decodes them)
 	Metadata   Metadata // 2.0 only
 	// Err is a *SeriesError when the series is invalid: no __name__, an
 	// empty or duplicated label name, names or values that are not UTF-8,
@@ -152,6 +152,7 @@ type Series struct {
 	nLabels  int    // labels sent, even past MaxLabels
 	badLabel string // why the labels are invalid
 	entry    *cacheEntry
+	dec      *Decoder // its bounds and, for 2.0, the symbol table
 }
 
 // Samples iterates the series' float samples in the order sent:
@@ -210,6 +211,10 @@ type Decoder struct {
 	// Cache, if not nil, remembers valid series (it may be shared by
 	// decoders in different goroutines).
 	Cache *SeriesCache
+	// MaxHistogramBuckets and MaxExemplarLabelRunes bound one histogram
+	// and one exemplar (histogram.go); zero means the defaults.
+	MaxHistogramBuckets   int
+	MaxExemplarLabelRunes int
 
 	series  Series
 	labels  []Label
@@ -290,7 +295,7 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 
 func (d *Decoder) reset(idx int, msg Message, raw []byte) *Series {
 	d.labels, d.key = d.labels[:0], d.key[:0]
-	d.series = Series{Index: idx, msg: msg, raw: raw}
+	d.series = Series{Index: idx, msg: msg, raw: raw, dec: d}
 	return &d.series
 }
 
