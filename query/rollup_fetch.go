@@ -95,6 +95,11 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 		if err != nil {
 			return nil, true, err
 		}
+		ext, err := e.readExternal(ctx, entries, st, iv, a, d, spec.Agg.Name())
+		if err != nil {
+			return nil, true, err
+		}
+		any = any || ext
 		if any || req.Rollup == RollupNoFallback {
 			e.countRollupRead(iv)
 			out, err := e.joinRollups(ctx, req, entries, st, iv, start, end, a)

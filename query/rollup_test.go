@@ -29,6 +29,21 @@ type memRollups struct {
 	buckets map[int64]map[string][]rollup.Bucket // interval, TSUID
 	mu      sync.Mutex
 	reads   int
+	// ext: points written from outside, by interval, aggregator, TSUID.
+	ext map[int64]map[rollup.Aggregator]map[string][]chunk.Point
+}
+
+func (m *memRollups) ReadExternal(ctx context.Context, entries []*series.Entry, iv int64, agg rollup.Aggregator, start, end int64, fn func(int, int64, chunk.Value) error) error {
+	for i, en := range entries {
+		for _, p := range m.ext[iv][agg][string(en.TSUID)] {
+			if p.T >= start && p.T < end {
+				if err := fn(i, p.T, p.V); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func newMemRollups(t *testing.T, env *equivEnv, ivs ...int64) *memRollups {
@@ -230,5 +245,69 @@ func TestRollupFallback(t *testing.T) {
 	}
 	if fb != raw || fbFrom != 0 || fb2 != raw || fb2From != 0 {
 		t.Errorf("FALLBACK_RAW: %d buckets from %d, FALLBACK %d from %d; raw %d", fb, fbFrom, fb2, fb2From, raw)
+	}
+}
+
+// TestRollupExternal: a series with no computed bucket is read from the
+// points written through /api/rollup: sum, count, min, max, and avg as
+// Σ sum ÷ Σ count over the interval buckets that have both.
+func TestRollupExternal(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 3)
+	const iv = 600_000
+	en := env.entries[0]
+	t0 := env.first - 3*3_600_000
+	mem := &memRollups{ivs: []int64{iv}, ext: map[int64]map[rollup.Aggregator]map[string][]chunk.Point{iv: {}}}
+	put := func(agg rollup.Aggregator, tt int64, v chunk.Value) {
+		m := mem.ext[iv][agg]
+		if m == nil {
+			m = map[string][]chunk.Point{}
+			mem.ext[iv][agg] = m
+		}
+		m[string(en.TSUID)] = append(m[string(en.TSUID)], chunk.Point{T: tt, V: v})
+	}
+	// 18 ten-minute buckets: sum k, count 2 (none for k = 7), min -k, max 10k.
+	want := map[string]map[int64]float64{"sum": {}, "count": {}, "min": {}, "max": {}, "avg": {}}
+	cnt := map[int64]float64{}
+	for k := range int64(18) {
+		tt := t0 + k*iv
+		h := tt - tt%3_600_000
+		put(rollup.AggSum, tt, chunk.Int(k))
+		put(rollup.AggMin, tt, chunk.Float(float64(-k)))
+		put(rollup.AggMax, tt, chunk.Int(10*k))
+		want["sum"][h] += float64(k)
+		if k != 7 {
+			put(rollup.AggCount, tt, chunk.Int(2))
+			want["count"][h] += 2
+			want["avg"][h] += float64(k)
+			cnt[h] += 2
+		}
+		if _, ok := want["min"][h]; !ok || float64(-k) < want["min"][h] {
+			want["min"][h] = float64(-k)
+		}
+		want["max"][h] = max(want["max"][h], float64(10*k))
+	}
+	for h := range want["avg"] {
+		want["avg"][h] /= cnt[h]
+	}
+	env.eng.SetRollups(mem, nil)
+	for name, w := range want {
+		spec, err := downsample.ParseSpec("1h-" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Selector: Selector{Metric: "m", Start: t0, End: env.first - 1}, Downsample: &spec, Entries: []*series.Entry{en}}
+		ss, err := env.eng.Fetch(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 1 || len(ss[0].Points) != 3 || ss[0].FromRollup != iv {
+			t.Fatalf("%s: %+v", name, ss)
+		}
+		for _, p := range ss[0].Points {
+			if p.V.Float() != w[p.T] {
+				t.Errorf("%s at %d: %v, want %v", name, p.T, p.V.Float(), w[p.T])
+			}
+		}
 	}
 }
