@@ -29,6 +29,9 @@ type SoakConfig struct {
 	// the points 1 ms apart so the clock never holds it back (a cap of
 	// Series × 1,000 points/s); 0 skips it and Rate must be set.
 	Measure time.Duration
+	// MeasureWarmup is how long the writer runs flat out before the
+	// measure's time starts (see measure).
+	MeasureWarmup time.Duration
 	// MeasureQueries runs the query mix during the measure as during the
 	// soak, so the maximum is the writer's with the queries competing for
 	// the same CPU, and the soak differs from the measure by its pacing only.
@@ -87,7 +90,10 @@ type SoakQueries struct {
 
 // SoakReport is the outcome of a soak.
 type SoakReport struct {
-	Measure *Report `json:"measure,omitempty"`
+	// MeasureWarmup is the untimed start of the measure, Measure the
+	// timed part whose points/s is MaxRate.
+	MeasureWarmup *Report `json:"measure_warmup,omitempty"`
+	Measure       *Report `json:"measure,omitempty"`
 	// MeasureQueries are the queries run during the measure (MeasureQueries).
 	MeasureQueries map[string]*SoakQueries `json:"measure_queries,omitempty"`
 	MaxRate        float64                 `json:"max_points_per_second"`
@@ -129,6 +135,8 @@ func (c *SoakConfig) check() error {
 		return errors.New("soak: give a rate, or a measure time and a fraction in (0, 1]")
 	case c.QueryConcurrency < 1 || len(c.QueryDialects) == 0:
 		return errors.New("soak: at least one query dialect at concurrency 1 or more")
+	case c.MeasureWarmup < 0:
+		return fmt.Errorf("soak: measure warm-up %v is negative", c.MeasureWarmup)
 	case c.MinAchieved < 0 || c.MinAchieved > 1:
 		return fmt.Errorf("soak: the least achieved fraction %v must be in [0, 1]", c.MinAchieved)
 	}
@@ -143,11 +151,14 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	rep := &SoakReport{MaxSlope: cfg.MaxSlope, MaxSpread: cfg.MaxSpread, TargetRate: cfg.Rate, MinAchieved: cfg.MinAchieved}
 	if cfg.Rate <= 0 {
-		m, mq, err := measure(ctx, cfg)
+		w, m, mq, err := measure(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("measuring the maximum ingest: %w", err)
 		}
-		rep.Measure, rep.MeasureQueries, rep.MaxRate = m, mq, m.PointsPerSec
+		rep.MeasureWarmup, rep.Measure, rep.MeasureQueries, rep.MaxRate = w, m, mq, m.PointsPerSec
+		if w != nil && (w.RequestErrors > 0 || w.PointsRejected > 0) {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("measure warm-up: %d failed requests, %d points rejected", w.RequestErrors, w.PointsRejected))
+		}
 		rep.TargetRate = cfg.Fraction * m.PointsPerSec
 		if m.RequestErrors > 0 || m.PointsRejected > 0 {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("measure: %d failed requests, %d points rejected", m.RequestErrors, m.PointsRejected))
@@ -162,8 +173,14 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	// (the timestamps then fall behind the clock by at most one interval
 	// in 1/(interval+1)).
 	rep.IntervalMs = max(1, int64(math.Floor(float64(cfg.Series)*1000/rep.TargetRate)))
+	// The data starts now, after the measure's (which the clock may have
+	// held back to now).
+	dataStart := time.Now().Truncate(time.Millisecond)
+	if m := rep.Measure; m != nil && m.PointsSent > 0 && !dataStart.After(time.UnixMilli(m.LastTs)) {
+		dataStart = time.UnixMilli(m.LastTs + 1)
+	}
 	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series,
-		Interval: time.Duration(rep.IntervalMs) * time.Millisecond, Start: time.Now().Truncate(time.Millisecond)})
+		Interval: time.Duration(rep.IntervalMs) * time.Millisecond, Start: dataStart})
 	if err != nil {
 		return nil, err
 	}
@@ -218,21 +235,51 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 // clock never holds the writer back (Series × 1,000 points/s).
 const measureInterval = time.Millisecond
 
-// measure runs the soak's writer flat out for cfg.Measure: the same
-// dialect, series, workers and batch size, live timestamps (never ahead of
-// the clock) starting now, 1 ms apart; with cfg.MeasureQueries the query
-// mix runs meanwhile. The soak's data, starting after it, continues each
-// series in order.
-func measure(ctx context.Context, cfg SoakConfig) (*Report, map[string]*SoakQueries, error) {
-	g, err := NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: measureInterval,
-		Start: time.Now().Truncate(time.Millisecond)})
-	if err != nil {
-		return nil, nil, err
+// measure runs the soak's writer flat out: the same dialect, series,
+// workers and batch size, live timestamps (never ahead of the clock) 1 ms
+// apart, with the query mix meanwhile when cfg.MeasureQueries. First one
+// step of every series is written, so that the queries find every metric
+// and host from the start; then cfg.MeasureWarmup flat out, untimed, so
+// that the queries' ranges hold minutes of data as they will in the soak
+// (a query's cost grows with the points in its range); then cfg.Measure,
+// the maximum. Each phase's data starts when it does, after the last's:
+// every series is continued in order, and the soak's after them.
+func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[string]*SoakQueries, err error) {
+	wcfg := cfg.Write
+	wcfg.Rate, wcfg.MaxPoints, wcfg.ServerPID = 0, 0, -1
+	// next is the earliest start of a phase's data: after the last phase's.
+	next := time.Now().Truncate(time.Millisecond).Add(-measureInterval)
+	// newPhase makes the generator of a phase starting now, or at next if
+	// the last phase's data reached now (the clock held it back).
+	newPhase := func(steps int) (*Generator, error) {
+		start := time.Now().Truncate(time.Millisecond)
+		if start.Before(next) {
+			start = next
+		}
+		return NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: measureInterval, Steps: steps, Start: start})
 	}
-	mctx, cancel := context.WithTimeout(ctx, cfg.Measure)
-	defer cancel()
+	prime, err := newPhase(1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pcfg := wcfg
+	pcfg.Duration, pcfg.Live, pcfg.Label = max(cfg.Measure, time.Minute), false, "prime"
+	p, err := Write(ctx, prime, pcfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("writing the first step: %w", err)
+	}
+	if p.RequestErrors > 0 || p.PointsAccepted != int64(cfg.Series) {
+		first := ""
+		if len(p.Errors) > 0 {
+			first = ", the first: " + p.Errors[0].Message
+		}
+		return nil, nil, nil, fmt.Errorf("writing the first step: %d of %d points accepted, %d failed requests%s", p.PointsAccepted, cfg.Series, p.RequestErrors, first)
+	}
+	next = time.UnixMilli(p.LastTs).Add(measureInterval)
 	var wg sync.WaitGroup
-	var qs map[string]*SoakQueries
+	defer wg.Wait() // after cancel, deferred below
+	mctx, cancel := context.WithTimeout(ctx, cfg.MeasureWarmup+cfg.Measure)
+	defer cancel()
 	if cfg.MeasureQueries {
 		qcfg := cfg
 		qcfg.QueryRange = min(cfg.QueryRange, 5000*measureInterval)
@@ -240,16 +287,38 @@ func measure(ctx context.Context, cfg SoakConfig) (*Report, map[string]*SoakQuer
 		for _, d := range cfg.QueryDialects {
 			sq := &SoakQueries{}
 			qs[d] = sq
-			wg.Go(func() { queryLoop(mctx, g, qcfg, d, sq) })
+			wg.Go(func() { queryLoop(mctx, prime, qcfg, d, sq) })
 		}
 	}
-	wcfg := cfg.Write
-	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = 0, cfg.Measure, true, 0
-	wcfg.ServerPID, wcfg.Label = cfg.PID, "measure"
-	r, err := Write(mctx, g, wcfg)
+	wcfg.Live = true
+	for _, ph := range []struct {
+		label string
+		d     time.Duration
+		out   **Report
+	}{{"measure warm-up", cfg.MeasureWarmup, &warm}, {"measure", cfg.Measure, &timed}} {
+		if ph.d <= 0 {
+			continue
+		}
+		g, err := newPhase(0)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		pc := wcfg
+		pc.Duration, pc.Label = ph.d, ph.label
+		if ph.label == "measure" {
+			pc.ServerPID = cfg.PID
+		}
+		r, err := Write(mctx, g, pc)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		*ph.out = r
+		if r.PointsSent > 0 {
+			next = time.UnixMilli(r.LastTs).Add(measureInterval)
+		}
+	}
 	cancel()
-	wg.Wait()
-	return r, qs, err
+	return warm, timed, qs, nil
 }
 
 // maxSoakRounds bounds the query rounds of one dialect, whatever the
@@ -454,6 +523,10 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 		}
 		p("measure: %s, the soak's writer flat out %s (%d series, live timestamps 1 ms apart, %d workers × %d points a request): %s points/s over %.1fs (%d points, %d failed requests)\n",
 			m.Dialect, with, m.Series, m.Workers, m.BatchSize, thousands(m.PointsPerSec), m.Seconds, m.PointsAccepted, m.RequestErrors)
+		if w := r.MeasureWarmup; w != nil {
+			p("  after a warm-up of %.1fs flat out, untimed: %s points/s (%d points, %d failed requests)\n",
+				w.Seconds, thousands(w.PointsPerSec), w.PointsAccepted, w.RequestErrors)
+		}
 		for _, d := range slices.Sorted(maps.Keys(r.MeasureQueries)) {
 			q := r.MeasureQueries[d]
 			p("  measure queries %s: %d in %d rounds, %d errors\n", d, q.Queries, q.Rounds, q.Errors)

@@ -4,18 +4,21 @@
 # loopback port (under a memory limit), then run "hourglass-loadtest soak"
 # against it: the maximum ingest measured by running the soak's own writer
 # (same dialect, series, workers, batch size, live timestamps) flat out for
-# SOAK_MEASURE with the query mix running (SOAK_MEASURE_QUERIES=false: the
-# writer alone), then writes paced at SOAK_FRACTION of it with live
-# timestamps for SOAK_DURATION while the query mix runs in both dialects,
-# the server's RSS sampled every SOAK_SAMPLE. Exits 1 on any write or query
-# error, when the writes reach less than SOAK_MIN_ACHIEVED of the target,
-# or when RSS after SOAK_WARMUP is not flat (slope ≤ SOAK_MAX_SLOPE MB/min
+# SOAK_MEASURE_WARMUP untimed then SOAK_MEASURE timed, with the query mix
+# running (SOAK_MEASURE_QUERIES=false: the writer alone), then writes paced
+# at SOAK_FRACTION of it with live timestamps for SOAK_DURATION while the
+# query mix runs in both dialects, the server's RSS sampled every
+# SOAK_SAMPLE. Exits 1 on any write or query error, when the writes reach
+# less than SOAK_MIN_ACHIEVED of the target, or when RSS after SOAK_WARMUP
+# is not flat (slope ≤ SOAK_MAX_SLOPE MB/min
 # and the largest sample ≤ (1+SOAK_MAX_SPREAD) × the median).
 #
 # Environment (defaults): SOAK_DURATION (10m), SOAK_MEASURE (60s),
-# SOAK_FRACTION (0.8), SOAK_WARMUP (2m), SOAK_SAMPLE (5s), SOAK_SERIES
-# (20000), SOAK_DIALECT (prom-rw1), SOAK_MAX_SLOPE (5), SOAK_MAX_SPREAD
-# (0.2), SOAK_MEASURE_QUERIES (true), SOAK_MIN_ACHIEVED (0.95), SOAK_VMEM_KB (the server's ulimit -v, 4000000), SOAK_OUT (where
+# SOAK_MEASURE_WARMUP (2m), SOAK_MEASURE_QUERIES (true), SOAK_FRACTION
+# (0.8), SOAK_MIN_ACHIEVED (0.95), SOAK_WARMUP (2m), SOAK_SAMPLE (5s),
+# SOAK_SERIES (20000), SOAK_DIALECT (prom-rw1), SOAK_MAX_SLOPE (5),
+# SOAK_MAX_SPREAD (0.2), SOAK_VMEM_KB (the server's ulimit -v, 4000000),
+# SOAK_OUT (where
 # the report, the JSON and the server's log go: /tmp/hourglass-soak),
 # SOAK_ARGS (more flags for hourglass-loadtest soak), SOAK_SERVER_ARGS (more
 # flags for hourglass, e.g. -debug.pprof to take heap profiles during the run),
@@ -24,7 +27,7 @@ set -euo pipefail
 
 : "${SOAK_DURATION:=10m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
 : "${SOAK_SAMPLE:=5s}" "${SOAK_SERIES:=20000}" "${SOAK_DIALECT:=prom-rw1}" "${SOAK_MAX_SLOPE:=5}"
-: "${SOAK_MEASURE_QUERIES:=true}" "${SOAK_MIN_ACHIEVED:=0.95}"
+: "${SOAK_MEASURE_QUERIES:=true}" "${SOAK_MEASURE_WARMUP:=2m}" "${SOAK_MIN_ACHIEVED:=0.95}"
 : "${SOAK_MAX_SPREAD:=0.2}" "${SOAK_VMEM_KB:=4000000}" "${SOAK_OUT:=/tmp/hourglass-soak}" "${SOAK_ARGS:=}" "${SOAK_SERVER_ARGS:=}" "${SOAK_GOMEMLIMIT:=}"
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +38,9 @@ echo ">> building hourglass and hourglass-loadtest from $REPO ($(cd "$REPO" && g
 
 DATA=$(mktemp -d "${TMPDIR:-/tmp}/hourglass-soak-data.XXXXXX")
 LOG="$OUT/server.log"
+# Emptied before the server starts: the loop below must not read the
+# address of an earlier run's server from a reused SOAK_OUT.
+: >"$LOG"
 PID=""
 cleanup() {
   if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
@@ -64,7 +70,7 @@ echo ">> server pid $PID on $ADDR (ulimit -v $SOAK_VMEM_KB kB, GOMEMLIMIT ${SOAK
 rc=0
 # shellcheck disable=SC2086 # SOAK_ARGS is a list of flags
 "$OUT/bin/hourglass-loadtest" soak -url "http://$ADDR" -pid "$PID" -dialect "$SOAK_DIALECT" \
-  -series "$SOAK_SERIES" -measure "$SOAK_MEASURE" -measure-queries="$SOAK_MEASURE_QUERIES" -fraction "$SOAK_FRACTION" \
+  -series "$SOAK_SERIES" -measure "$SOAK_MEASURE" -measure-warmup "$SOAK_MEASURE_WARMUP" -measure-queries="$SOAK_MEASURE_QUERIES" -fraction "$SOAK_FRACTION" \
   -min-achieved "$SOAK_MIN_ACHIEVED" -duration "$SOAK_DURATION" \
   -warmup "$SOAK_WARMUP" -sample "$SOAK_SAMPLE" -max-slope "$SOAK_MAX_SLOPE" -max-spread "$SOAK_MAX_SPREAD" \
   -json "$OUT/soak.json" $SOAK_ARGS >"$OUT/soak.txt" 2>"$OUT/soak-progress.txt" || rc=$?

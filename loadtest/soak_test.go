@@ -121,7 +121,7 @@ func soakConfig(url string) SoakConfig {
 		QueryDialects: []string{QueryOpenTSDB, QueryProm}, QueryConcurrency: 1,
 		QueryRange: time.Hour, QueryLongRange: 2 * time.Hour, QueryStep: time.Minute,
 		MaxSlope: 1e9, MaxSpread: 1e9, // the test process's own memory is not what is judged here
-		PID: os.Getpid(), MeasureQueries: true,
+		PID: os.Getpid(), MeasureQueries: true, MeasureWarmup: 200 * time.Millisecond,
 	}
 }
 
@@ -139,8 +139,15 @@ func TestSoakAgainstFake(t *testing.T) {
 		t.Fatalf("measure %v: max %v, target %v, want half the max", r.Measure != nil, r.MaxRate, r.TargetRate)
 	}
 	// The measure: the soak's writer, live, 1 ms apart, with the queries.
-	if m := r.Measure; m.Workers != 2 || m.BatchSize != 500 || m.IntervalSec != 0.001 || m.LastTs > m.Started.Add(time.Second+cfg.Measure).UnixMilli() {
+	m := r.Measure
+	if m.Workers != 2 || m.BatchSize != 500 || m.IntervalSec != 0.001 || m.LastTs > m.Started.Add(time.Second+cfg.Measure).UnixMilli() {
 		t.Fatalf("measure: %d workers, batch %d, interval %v s, last point %d ms after its start", m.Workers, m.BatchSize, m.IntervalSec, m.LastTs-m.Started.UnixMilli())
+	}
+	if r.Write.FirstTs <= m.LastTs {
+		t.Fatalf("the soak's first point %d is not after the measure's last %d", r.Write.FirstTs, m.LastTs)
+	}
+	if w := r.MeasureWarmup; w == nil || w.PointsAccepted == 0 || w.LastTs >= m.FirstTs {
+		t.Fatalf("the measure's warm-up %+v: its points must come before the measure's (first %d)", w, m.FirstTs)
 	}
 	for _, d := range cfg.QueryDialects {
 		if q := r.MeasureQueries[d]; q == nil || q.Queries == 0 || q.Errors != 0 {

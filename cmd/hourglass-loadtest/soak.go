@@ -32,6 +32,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Series, "series", 20000, "series written (hosts × 12 metrics)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the data and of the queries")
 	fs.DurationVar(&cfg.Measure, "measure", time.Minute, "how long the soak's writer runs flat out (live timestamps 1 ms apart) to measure the maximum ingest")
+	fs.DurationVar(&cfg.MeasureWarmup, "measure-warmup", 2*time.Minute, "how long the writer runs flat out, untimed, before the measure (the queries' ranges fill)")
 	fs.BoolVar(&cfg.MeasureQueries, "measure-queries", true, "run the query mix during the measure too (false: the writer alone)")
 	fs.Float64Var(&cfg.MinAchieved, "min-achieved", 0.95, "fail when the soak's writes reach less than this fraction of the target rate (0: no check)")
 	fs.Float64Var(&cfg.Fraction, "fraction", 0.8, "fraction of the measured maximum to soak at")
