@@ -26,6 +26,13 @@ func (b *Block) Float(i int) float64 {
 	return math.Float64frombits(uint64(b.bits[i]))
 }
 
+// BlockEnd returns the timestamp of the last point Block would return,
+// without moving: a caller can tell whether the whole block is what it
+// wants before it takes it. Valid when Block is.
+func (it *Iterator) BlockEnd() int64 {
+	return it.tbuf[(min(it.n, batch)-1)&(batch-1)]
+}
+
 // Block returns the current point and the points after it that are
 // already decoded: 1 to 64 points, in order. It moves the position to the
 // last of them, so that the next Next decodes the next block. It is valid

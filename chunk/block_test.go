@@ -26,9 +26,13 @@ func blockPoints(t *testing.T, b []byte, seek int64, skip int) ([]Point, error) 
 		ok = it.Next()
 	}
 	for ; ok; ok = it.Next() {
+		end := it.BlockEnd()
 		blk := it.Block()
 		if blk.Len() == 0 || blk.Len() > batch {
 			t.Fatalf("block of %d points", blk.Len())
+		}
+		if blk.T[blk.Len()-1] != end {
+			t.Fatalf("BlockEnd = %d before Block, whose last point is at %d", end, blk.T[blk.Len()-1])
 		}
 		for i, tm := range blk.T {
 			v := blk.Value(i)

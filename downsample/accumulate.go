@@ -2,6 +2,8 @@ package downsample
 
 import (
 	"math"
+
+	"hourglass/chunk"
 	"math/bits"
 	"slices"
 )
@@ -84,6 +86,49 @@ func (s *floatAcc) add(x float64) {
 		return
 	}
 	s.acc.add(x)
+}
+
+// addBlock adds the values of points i..j-1 of b, as add would one by
+// one; the common aggregators in loops of their own.
+func (s *floatAcc) addBlock(b *chunk.Block, i, j int) {
+	v, n := s.v, s.n
+	switch s.a.kind {
+	case kSum, kAvg:
+		for k := i; k < j; k++ {
+			if x := b.Float(k); x == x {
+				v += x
+				n++
+			}
+		}
+	case kCount:
+		for k := i; k < j; k++ {
+			if x := b.Float(k); x == x {
+				n++
+			}
+		}
+	case kMin:
+		for k := i; k < j; k++ {
+			if x := b.Float(k); x == x {
+				if n++; n == 1 || x < v {
+					v = x
+				}
+			}
+		}
+	case kMax:
+		for k := i; k < j; k++ {
+			if x := b.Float(k); x == x {
+				if n++; n == 1 || x > v {
+					v = x
+				}
+			}
+		}
+	default:
+		for k := i; k < j; k++ {
+			s.add(b.Float(k))
+		}
+		return
+	}
+	s.v, s.n = v, n
 }
 
 func (s *floatAcc) result() float64 {

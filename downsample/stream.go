@@ -116,6 +116,30 @@ func (d *Downsampler) Add(t int64, v chunk.Value) {
 	d.add(t, v)
 }
 
+// AddBlock adds the points of b, as Add would one by one: the points of a
+// bucket in one loop.
+func (d *Downsampler) AddBlock(b *chunk.Block) {
+	ts := b.T
+	for i := 0; i < len(ts); {
+		t := ts[i]
+		if t <= d.prevT || t < d.bs || t >= d.be || t > d.end {
+			d.add(t, b.Value(i))
+			i++
+			continue
+		}
+		// Points i..j-1 go into the current bucket: a block's timestamps
+		// increase.
+		j := i + 1
+		for j < len(ts) && ts[j] < d.be && ts[j] <= d.end {
+			j++
+		}
+		d.acc.addBlock(b, i, j)
+		d.n += j - i
+		d.prevT = ts[j-1]
+		i = j
+	}
+}
+
 func (d *Downsampler) add(t int64, v chunk.Value) {
 	if t <= d.prevT {
 		panic("downsample: Downsampler.Add out of order")

@@ -59,6 +59,41 @@ func TestDownsamplerMatchesDownsample(t *testing.T) {
 		if !identical(got, want) {
 			t.Fatalf("case %d: %s over [%d, %d] in %s, %d points:\ngot  %v\nwant %v", n, text, start, end, loc, len(pts), got, want)
 		}
+		// The same points a decoded block at a time (AddBlock).
+		d.Reset(nil, spec, start, end, loc)
+		addByBlocks(t, &d, pts)
+		if got := d.Finish(); !identical(got, want) {
+			t.Fatalf("case %d by blocks: %s over [%d, %d] in %s, %d points:\ngot  %v\nwant %v", n, text, start, end, loc, len(pts), got, want)
+		}
+	}
+}
+
+// addByBlocks adds pts to d as the read path does: each hour's points
+// encoded as a chunk, decoded and added a block at a time.
+func addByBlocks(t *testing.T, d *Downsampler, pts []chunk.Point) {
+	t.Helper()
+	var it chunk.Iterator
+	for i := 0; i < len(pts); {
+		hour := pts[i].T - pts[i].T%chunk.HourMillis
+		j := i
+		for j < len(pts) && pts[j].T < hour+chunk.HourMillis {
+			j++
+		}
+		b, err := chunk.Append(nil, hour, pts[i:j])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := it.Reset(b, hour); err != nil {
+			t.Fatal(err)
+		}
+		for ok := it.Next(); ok; ok = it.Next() {
+			blk := it.Block()
+			d.AddBlock(&blk)
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		i = j
 	}
 }
 

@@ -75,6 +75,7 @@ type points struct {
 	rest       []chunk.Point // the slow path: the store's remaining points, sorted
 	ri         int           // the next of rest
 	slow       bool
+	adv        bool // run took the cell's block: the store's next point is after it
 	err        error
 
 	// The store's next point, when sok.
@@ -107,13 +108,20 @@ func (p *points) reset(sc *seriesCells, start, end int64, minFirst []int64) []in
 // next advances to the next point and reports whether there is one; at
 // the end, err says whether a cell was corrupt.
 func (p *points) next() bool {
-	if p.hi < len(p.sc.head) {
-		return p.merge()
+	if p.adv {
+		p.advance()
 	}
-	// No head point left: the store's, with the common case inline.
 	if !p.sok {
+		if p.hi < len(p.sc.head) {
+			p.takeHead()
+			return true
+		}
 		return false
 	}
+	if p.hi < len(p.sc.head) && p.st >= p.sc.head[p.hi].T {
+		return p.merge()
+	}
+	// The store's point comes first: the common case inline.
 	p.t, p.v = p.st, p.sv
 	if p.inCell && p.it.Next() {
 		if t, v := p.it.At(); t < p.lim {
@@ -128,22 +136,54 @@ func (p *points) next() bool {
 	return true
 }
 
-// merge takes the next point of the store's and the head's.
-func (p *points) merge() bool {
-	h := &p.sc.head[p.hi]
-	switch {
-	case p.sok && p.st < h.T:
-		p.t, p.v = p.st, p.sv
-		p.nextStore()
-	case p.sok && p.st == h.T: // the head wins
-		p.t, p.v = h.T, h.V
-		p.hi++
-		p.nextStore()
-	default:
-		p.t, p.v = h.T, h.V
-		p.hi++
+// run takes, when it can, a run of the store's next points at once: the
+// current cell's points from the next one to the end of its decoded block,
+// when every one of them comes before the next cell's and the head's
+// points and within the range. The block is valid until the next call of
+// next or run. When it cannot (false), next takes the next point.
+func (p *points) run() (chunk.Block, bool) {
+	if p.adv {
+		p.advance()
 	}
+	if !p.sok || !p.inCell {
+		return chunk.Block{}, false
+	}
+	last := p.it.BlockEnd()
+	if last >= p.lim || p.hi < len(p.sc.head) && last >= p.sc.head[p.hi].T {
+		return chunk.Block{}, false
+	}
+	b := p.it.Block() // from (st, sv), the iterator's current point
+	p.t, p.v = last, b.Value(b.Len()-1)
+	// The block's slices are the iterator's buffers: the store's next
+	// point is found on the next call.
+	p.adv = true
+	return b, true
+}
+
+// advance finds the store's next point after a run.
+func (p *points) advance() {
+	p.adv = false
+	if p.it.Next() && p.at() {
+		return
+	}
+	p.nextStore()
+}
+
+// merge takes the next point of the store's and the head's: the store's
+// is not before the head's.
+func (p *points) merge() bool {
+	if p.st == p.sc.head[p.hi].T {
+		p.nextStore() // the head wins
+	}
+	p.takeHead()
 	return true
+}
+
+// takeHead takes the head's next point.
+func (p *points) takeHead() {
+	h := &p.sc.head[p.hi]
+	p.t, p.v = h.T, h.V
+	p.hi++
 }
 
 // nextStore moves to the store's next point in range.

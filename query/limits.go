@@ -155,6 +155,10 @@ func (e *Engine) CountTimeout() {
 // context: a timed-out query stops within this many points of any series.
 const ctxEvery = 1 << 14
 
+// ctxEveryRun is ctxEvery for a loop that takes up to 64 points (a run of
+// points.run) at a time.
+const ctxEveryRun = ctxEvery / 64
+
 // outputError is a LimitError of -query-max-output-points.
 func (e *Engine) outputError(need int64, why string) *LimitError {
 	return e.exceeded(outputLimit(e.limits.MaxOutputPoints, need, why))

@@ -139,9 +139,15 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 				w.ds.Limit(got)
 			}
 			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
-			for k := 1; w.pts.next(); k++ {
-				w.ds.Add(w.pts.t, w.pts.v)
-				if k%ctxEvery == 0 && ctx.Err() != nil {
+			for k := 1; ; k++ {
+				if b, ok := w.pts.run(); ok {
+					w.ds.AddBlock(&b)
+				} else if w.pts.next() {
+					w.ds.Add(w.pts.t, w.pts.v)
+				} else {
+					break
+				}
+				if k%ctxEveryRun == 0 && ctx.Err() != nil {
 					return ctx.Err()
 				}
 			}

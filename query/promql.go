@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
 
+	"hourglass/chunk"
 	"hourglass/series"
 )
 
@@ -433,7 +434,7 @@ func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 	if !ok {
 		it = &promIterator[int64]{}
 	}
-	it.s, it.state, it.err = s, iterFresh, nil
+	it.s, it.state, it.err, it.inBlk = s, iterFresh, nil, false
 	if s.cells == nil {
 		it.state = iterDone
 		return it
@@ -448,21 +449,37 @@ const (
 	iterDone         // exhausted
 )
 
-// promIterator is a chunkenc.Iterator over one promSeries. It is generic
-// over the timestamp type only because go vet's stdmethods check takes any
-// method Seek(int64...) for io.Seeker's; it is only used as
-// promIterator[int64].
+// promIterator is a chunkenc.Iterator over one promSeries. It takes the
+// points a run at a time where it can (a decoded block of a cell, see
+// points.run), so that Next is an index increment and At two slice reads.
+// It is generic over the timestamp type only because go vet's stdmethods
+// check takes any method Seek(int64...) for io.Seeker's; it is only used
+// as promIterator[int64].
 type promIterator[T ~int64] struct {
 	s        *promSeries
 	p        points
 	minFirst []int64
+	blk      chunk.Block // the run it is in, when inBlk
+	bi       int         // the current point's index in blk
+	inBlk    bool
 	state    int
 	err      error
 }
 
 func (it *promIterator[T]) Next() chunkenc.ValueType {
+	if it.inBlk {
+		if it.bi+1 < len(it.blk.T) {
+			it.bi++
+			return chunkenc.ValFloat
+		}
+		it.inBlk = false
+	}
 	if it.state == iterDone {
 		return chunkenc.ValNone
+	}
+	if b, ok := it.p.run(); ok {
+		it.blk, it.bi, it.inBlk, it.state = b, 0, true, iterAt
+		return chunkenc.ValFloat
 	}
 	if !it.p.next() {
 		it.done()
@@ -473,7 +490,7 @@ func (it *promIterator[T]) Next() chunkenc.ValueType {
 }
 
 func (it *promIterator[T]) done() {
-	it.state = iterDone
+	it.state, it.inBlk = iterDone, false
 	if err := it.p.err; err != nil {
 		it.err = promql.ErrStorage{Err: corruptSeries(it.s.entry, err)}
 	}
@@ -484,31 +501,62 @@ func (it *promIterator[T]) Seek(t T) chunkenc.ValueType {
 	case iterDone:
 		return chunkenc.ValNone
 	case iterAt:
+		if it.AtT() >= int64(t) {
+			return chunkenc.ValFloat
+		}
+	}
+	if it.inBlk {
+		// Within the run, then run by run.
+		ts := it.blk.T
+		if ts[len(ts)-1] >= int64(t) {
+			for ts[it.bi] < int64(t) {
+				it.bi++
+			}
+			return chunkenc.ValFloat
+		}
+		it.bi = len(ts) - 1
+	}
+	for it.Next() != chunkenc.ValNone {
+		if it.inBlk {
+			if ts := it.blk.T; ts[len(ts)-1] < int64(t) {
+				it.bi = len(ts) - 1
+				continue
+			}
+			for it.blk.T[it.bi] < int64(t) {
+				it.bi++
+			}
+			return chunkenc.ValFloat
+		}
 		if it.p.t >= int64(t) {
 			return chunkenc.ValFloat
 		}
 	}
-	for it.p.next() {
-		if it.p.t >= int64(t) {
-			it.state = iterAt
-			return chunkenc.ValFloat
-		}
-	}
-	it.done()
 	return chunkenc.ValNone
 }
 
-func (it *promIterator[T]) At() (int64, float64) { return it.p.t, it.p.v.Float() }
-func (it *promIterator[T]) AtT() int64           { return it.p.t }
-func (it *promIterator[T]) AtST() int64          { return 0 }
-func (it *promIterator[T]) Err() error           { return it.err }
+func (it *promIterator[T]) At() (int64, float64) {
+	if it.inBlk {
+		return it.blk.T[it.bi], it.blk.Float(it.bi)
+	}
+	return it.p.t, it.p.v.Float()
+}
+
+func (it *promIterator[T]) AtT() int64 {
+	if it.inBlk {
+		return it.blk.T[it.bi]
+	}
+	return it.p.t
+}
+
+func (it *promIterator[T]) AtST() int64 { return 0 }
+func (it *promIterator[T]) Err() error  { return it.err }
 
 var _ chunkenc.Iterator = (*promIterator[int64])(nil)
 
 func (it *promIterator[T]) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
-	return it.p.t, nil
+	return it.AtT(), nil
 }
 
 func (it *promIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
-	return it.p.t, nil
+	return it.AtT(), nil
 }

@@ -125,9 +125,17 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 			}
 			w.minFirst = w.pts.reset(sc, start, end, w.minFirst)
 			n := len(slab)
-			for k := 1; w.pts.next(); k++ {
-				slab = append(slab, chunk.Point{T: w.pts.t, V: w.pts.v})
-				if k%ctxEvery == 0 && ctx.Err() != nil {
+			for k := 1; ; k++ {
+				if b, ok := w.pts.run(); ok {
+					for j, t := range b.T {
+						slab = append(slab, chunk.Point{T: t, V: b.Value(j)})
+					}
+				} else if w.pts.next() {
+					slab = append(slab, chunk.Point{T: w.pts.t, V: w.pts.v})
+				} else {
+					break
+				}
+				if k%ctxEveryRun == 0 && ctx.Err() != nil {
 					return ctx.Err()
 				}
 			}
@@ -301,10 +309,8 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 		scanErr error
 	)
 	err = e.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
-		newRow := false
 		if string(c.Row) != string(lastRow) {
 			lastRow = append(lastRow[:0], c.Row...)
-			newRow = true
 			var s byte
 			s, hour, tsuid, err = l.ParseRowKey(tsuid[:0], c.Row)
 			if err != nil || s != salt {
@@ -325,21 +331,15 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
 			return false
 		}
-		// The cell's points are in its hour, after its first point; the
-		// first cell of a row needs no more than the hour as that bound.
-		first := hour
+		// The cell's points are in its hour, from its first point on,
+		// which the header holds: a cell wholly in the range is not
+		// decoded here.
+		first := it.First()
 		var k int64
 		if hour >= start && hour+rowkey.HourMs-1 <= end {
 			k = int64(it.Len())
-			if !newRow && it.Next() {
-				first, _ = it.At()
-			}
 		} else {
-			ok := it.Next()
-			if ok && !newRow {
-				first, _ = it.At()
-			}
-			for ; ok; ok = it.Next() {
+			for ok := it.SeekTo(start); ok; ok = it.Next() {
 				t, _ := it.At()
 				if t > end {
 					break
