@@ -3,6 +3,7 @@ package series
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"hourglass/rowkey"
@@ -39,6 +40,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 	fl := NewFlusher(st, FlusherOptions{Layout: opts.Layout, WriterID: opts.WriterID,
 		ChunkMaxPoints: opts.ChunkMaxPoints, Retention: opts.Retention, Now: opts.Now, Logger: opts.Logger})
 	h := &Head{
+		seed:     maphash.MakeSeed(),
 		opts:     opts,
 		uids:     uids,
 		index:    idx,
