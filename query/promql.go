@@ -97,6 +97,9 @@ func clampRange(start, end int64) (int64, int64) {
 // hinted range (the querier's range without hints). Series are always
 // sorted by their labels.
 func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if ss, ok := q.selectRollups(ctx, hints, ms); ok { // rollup_promql.go
+		return ss
+	}
 	start, end := q.mint, q.maxt
 	if hints != nil {
 		start, end = max(hints.Start, q.mint), min(hints.End, q.maxt)

@@ -230,14 +230,14 @@ func (p *queryAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 		p.invalidParam(w, "time", err)
 		return
 	}
-	p.runPromQL(w, r, limit, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
+	p.runPromQL(w, r, limit, 0, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
 		return p.engine.NewInstantQuery(ctx, p.queryable, opts, qs, ts)
 	})
 }
 
-// runPromQL runs the query= of an instant or range query made by newQuery,
-// within the request's timeout, and answers.
-func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
+// runPromQL runs the query= of an instant or range query (step 0) made by
+// newQuery, within the request's timeout, and answers.
+func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int, step time.Duration,
 	newQuery func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error)) {
 	ctx, cancel, err := p.queryContext(r)
 	if err != nil {
@@ -256,7 +256,11 @@ func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int,
 		p.respondError(w, prom.ErrorBadData, err.Error())
 		return
 	}
-	qs := r.FormValue("query")
+	ctx, qs, err := p.withRollups(ctx, r, r.FormValue("query"), step)
+	if err != nil {
+		p.invalidParam(w, "max_source_resolution", err)
+		return
+	}
 	qry, err := newQuery(ctx, opts, qs)
 	if err != nil {
 		p.invalidParam(w, "query", err)
@@ -300,7 +304,7 @@ func (p *queryAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 		p.respondError(w, prom.ErrorBadData, "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)")
 		return
 	}
-	p.runPromQL(w, r, limit, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
+	p.runPromQL(w, r, limit, step, func(ctx context.Context, opts promql.QueryOpts, qs string) (promql.Query, error) {
 		return p.engine.NewRangeQuery(ctx, p.queryable, opts, qs, start, end, step)
 	})
 }

@@ -31,6 +31,9 @@ type Querier interface {
 	CountSamplesLimit()
 	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
 	Admit(ctx context.Context) (func(), error)
+	// RewriteForRollups rewrites a query for max_source_resolution
+	// (handler_rollup.go).
+	RewriteForRollups(expr parser.Expr, res, step int64) parser.Expr
 }
 
 // Writer appends samples (ingest.Writer).
