@@ -85,11 +85,11 @@ func ReplaceBuckets(bs []Bucket, from, to int64, with []Bucket) []Bucket {
 	return append(out, bs[hi:]...)
 }
 
-// A scanFunc receives one cell of the rollup table that a scan asked for:
+// A CellFunc receives one cell of the rollup table that a scan asked for:
 // the index of its series in the scan's tsuids, the row's day (ms), its
-// parsed qualifier and value (valid during the call). Returning false
-// stops the scan.
-type scanFunc func(i int, day int64, q Qualifier, value []byte) (bool, error)
+// parsed qualifier and value (valid during the call). Returning false or
+// an error stops the scan; the error is the scan's.
+type CellFunc func(i int, day int64, q Qualifier, value []byte) (bool, error)
 
 // maxExactRows bounds the rows a scan names one by one; above it, a scan
 // reads each metric's key range in the salt bucket and skips the rows of
@@ -107,7 +107,7 @@ var maxExactRows int64 = 4096
 // does not decode is an error naming its row (errors.Is ErrCorrupt).
 func Scan(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn func(i int, b *Bucket) bool) error {
 	var it Iterator
-	return scanRows(ctx, st, l, intervalMs, tsuids, start, end, func(i int, day int64, q Qualifier, v []byte) (bool, error) {
+	return ScanCells(ctx, st, l, intervalMs, tsuids, start, end, func(i int, day int64, q Qualifier, v []byte) (bool, error) {
 		if q.Agg != 0 {
 			return true, nil
 		}
@@ -136,7 +136,7 @@ func Scan(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64
 // interval with the aggregator for the series tsuids, and calls fn for
 // every point whose bucket start t (ms) is in [start, end), as Scan does.
 func ScanExternal(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, agg Aggregator, tsuids [][]byte, start, end int64, fn func(i int, t int64, v chunk.Value) bool) error {
-	return scanRows(ctx, st, l, intervalMs, tsuids, start, end, func(i int, day int64, q Qualifier, b []byte) (bool, error) {
+	return ScanCells(ctx, st, l, intervalMs, tsuids, start, end, func(i int, day int64, q Qualifier, b []byte) (bool, error) {
 		t := day + q.Offset
 		if q.Agg != agg || t < start || t >= end {
 			return true, nil
@@ -149,9 +149,10 @@ func ScanExternal(ctx context.Context, st store.Store, l rowkey.Layout, interval
 	})
 }
 
-// scanRows scans the rollup rows of the series at the interval whose day
-// meets [start, end) and calls fn for each of their cells.
-func scanRows(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn scanFunc) error {
+// ScanCells scans the rollup rows of the series tsuids at the interval
+// whose day meets [start, end) and calls fn for each of their cells,
+// computed and external, in row and qualifier order.
+func ScanCells(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn CellFunc) error {
 	if err := ValidateInterval(intervalMs); err != nil {
 		return err
 	}
@@ -179,9 +180,9 @@ func scanRows(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs i
 	return nil
 }
 
-// scanSalt is scanRows for the series idx, all in salt bucket salt. It
+// scanSalt is ScanCells for the series idx, all in salt bucket salt. It
 // returns false when fn stopped the scan.
-func scanSalt(ctx context.Context, st store.Store, l rowkey.Layout, salt byte, intervalMs int64, tsuids [][]byte, idx []int, start, end int64, fn scanFunc) (bool, error) {
+func scanSalt(ctx context.Context, st store.Store, l rowkey.Layout, salt byte, intervalMs int64, tsuids [][]byte, idx []int, start, end int64, fn CellFunc) (bool, error) {
 	d0, d1 := RowBase(start), RowBase(end-1)
 	days := (d1-d0)/RowSpanMs + 1
 	byTSUID := make(map[string]int, len(idx))

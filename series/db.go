@@ -37,6 +37,9 @@ type DB struct {
 // WAL and starts the sweeper, the index sync loop and the retention loop.
 func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts Options) (*DB, error) {
 	opts.fill()
+	if err := opts.Rollup.Validate(); err != nil {
+		return nil, fmt.Errorf("series: %w", err)
+	}
 	fl := NewFlusher(st, FlusherOptions{Layout: opts.Layout, WriterID: opts.WriterID,
 		ChunkMaxPoints: opts.ChunkMaxPoints, Retention: opts.Retention, Now: opts.Now, Logger: opts.Logger})
 	h := &Head{
@@ -55,6 +58,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 	h.m = newMetrics(opts.Registerer, h)
 	fl.m = h.m
 	fl.closing = h.closed.Load
+	fl.rollups = newRollupWriter(st, opts.Layout, opts.Rollup, opts.Logger, opts.Registerer)
 	db := &DB{
 		Head:      h,
 		flusher:   fl,
@@ -86,7 +90,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 	if db.feed != nil {
 		db.goRun(func() { db.feed.loop(h.stop) })
 	}
-	if opts.Retention > 0 {
+	if opts.Retention > 0 || len(opts.Rollup.Retention) > 0 {
 		db.goRun(func() { db.retention.loop(h.stop) })
 	}
 	return db, nil

@@ -219,6 +219,10 @@ func (d *Deleter) run(ctx context.Context, job *deleteJob) error {
 	}
 	n, err := d.deleteFromStore(ctx, tsuids, job.start, job.end)
 	job.cells += n
+	if err == nil && d.head.fl.rollups != nil {
+		// Hook (rollup_delete.go): the rollups of the range follow the raw rows.
+		err = d.head.fl.rollups.deleteRange(ctx, tsuids, job.start, job.end)
+	}
 	return err
 }
 

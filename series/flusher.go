@@ -46,6 +46,9 @@ type Flusher struct {
 	runDelete func(context.Context, *deleteJob) error
 	// closing reports that a close waits for the queue: retry sooner.
 	closing func() bool
+	// rollups computes the rollups of the rows written (rollup.go); nil
+	// when there are none.
+	rollups *rollupWriter
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -278,6 +281,7 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 		return buf, err
 	}
 	var muts []store.Mutation
+	var rolled []rollupRow // hook (rollup.go): the rows whose rollups follow
 	layout := f.layout
 	var merged []chunk.Point
 	cutoff := int64(math.MinInt64)
@@ -314,6 +318,8 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 			overlapping, keep = append(overlapping, keep...), keep[:0]
 			f.m.rowFolds.Inc()
 		}
+		// The points written are the whole row when no cell stays beside them.
+		complete := len(keep) == 0 && !ri.foreign
 		ri.cells = keep
 		if len(overlapping) > 0 {
 			merged, err = f.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
@@ -340,6 +346,13 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 			}
 		}
 		sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
+		if f.rollups != nil {
+			r := rollupRow{tsuid: s.tsuid, hour: c.hour, complete: complete}
+			if complete {
+				r.buckets = f.rollups.hourBuckets(pts)
+			}
+			rolled = append(rolled, r)
+		}
 	}
 	write := f.st.Write
 	if f.deferred != nil {
@@ -350,6 +363,11 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 		for _, c := range batch {
 			c.s.rows = nil
 		}
+		return buf, err
+	}
+	// The chunks leave the head (and the WAL) only once their rollups are
+	// written too: a failure retries the batch, a crash replays it.
+	if err := f.rollups.write(ctx, rolled); err != nil {
 		return buf, err
 	}
 	f.m.chunksWritten.Add(float64(len(batch)))
@@ -407,6 +425,8 @@ func (f *Flusher) rowInfo(ctx context.Context, s *memSeries, hour int64, row []b
 	for _, c := range cells {
 		if cs, ok := f.ownCell(&it, row, hour, c); ok {
 			ri.cells = append(ri.cells, cs)
+		} else {
+			ri.foreign = true
 		}
 	}
 	return f.keepRow(s, ri), nil
@@ -450,6 +470,8 @@ func (f *Flusher) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[s
 		if w := byRow[string(c.Row)]; w != nil {
 			if cs, ok := f.ownCell(&it, w.row, w.ri.hour, c); ok {
 				w.ri.cells = append(w.ri.cells, cs)
+			} else {
+				w.ri.foreign = true
 			}
 		}
 		return true

@@ -56,7 +56,10 @@ type Options struct {
 	RetentionInterval time.Duration
 	// IndexSync makes nodes that share one store learn each other's series
 	// (index_sync.go). Off by default: a node alone needs none of it.
-	IndexSync  IndexSyncOptions
+	IndexSync IndexSyncOptions
+	// Rollup configures the rollups the flusher computes (rollup.go);
+	// none by default.
+	Rollup     RollupOptions
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Now        func() time.Time
@@ -211,6 +214,9 @@ type sealedChunk struct {
 type rowInfo struct {
 	hour  int64
 	cells []cellSpan
+	// foreign: the row held cells of another writer (or unreadable ones)
+	// when it was read; its rollups are computed from the row read back.
+	foreign bool
 }
 
 type cellSpan struct {

@@ -40,6 +40,7 @@ type Retention struct {
 	interval  time.Duration
 	now       func() time.Time
 	log       *slog.Logger
+	rollups   RollupOptions // hook (rollup_retention.go): retention per resolution
 }
 
 // NewRetention returns the retention job over st and idx; h is the head
@@ -47,7 +48,7 @@ type Retention struct {
 // Logger.
 func NewRetention(st store.Store, idx *Index, h *Head, opts Options) *Retention {
 	return &Retention{st: st, index: idx, layout: opts.Layout, head: h, retention: opts.Retention,
-		interval: opts.RetentionInterval, now: opts.Now, log: opts.Logger}
+		interval: opts.RetentionInterval, now: opts.Now, log: opts.Logger, rollups: opts.Rollup}
 }
 
 // loop applies the retention at once and every interval until stop closes.
@@ -71,18 +72,26 @@ type RetentionReport struct {
 	Cutoff        int64 // rows before this hour (ms) were dropped
 	Ranges        int   // key ranges deleted
 	SeriesDropped int   // series the index forgot
+	RollupRanges  int   // key ranges deleted from the rollup table
 }
 
-// Apply drops what the retention no longer keeps. It does nothing when the
-// retention is 0.
+// Apply drops what the retention no longer keeps: the rollups past their
+// interval's retention, then the raw rows past the retention (nothing when
+// it is 0).
 func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
+	var rep RetentionReport
+	if err := r.applyRollups(ctx, &rep); err != nil {
+		return rep, err
+	}
 	if r.retention <= 0 {
-		return RetentionReport{}, nil
+		return rep, nil
 	}
 	cutoff := retentionCutoff(r.now(), r.retention)
-	rep := RetentionReport{Cutoff: cutoff}
+	rep.Cutoff = cutoff
+	// The index keeps the days the rollups still hold (rollup_retention.go).
+	idxCutoff := r.indexCutoff(cutoff)
 	// Days that end at or before the cutoff hold only rows it drops.
-	cutoffDay := uint32(cutoff / dayMs)
+	cutoffDay := uint32(max(idxCutoff, 0) / dayMs)
 	ix := r.index
 	mw := r.layout.MetricWidth
 
@@ -101,7 +110,7 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 				old[m] = map[byte]bool{}
 			}
 			old[m][e.Salt] = true
-			if int64(lastDay+1)*dayMs <= cutoff {
+			if int64(lastDay+1)*dayMs <= idxCutoff {
 				idle = append(idle, e)
 			}
 		}
@@ -132,7 +141,7 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	ix.mu.Lock()
 	for _, mi := range ix.metrics {
 		for _, e := range mi.series {
-			if first, _, ok := e.DaySpan(); !ok || first >= cutoffDay {
+			if first, _, ok := e.DaySpan(); !ok || first >= cutoffDay || idxCutoff <= 0 {
 				continue
 			}
 			e.DropDaysBefore(cutoffDay, func(day uint32) {

@@ -57,6 +57,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", cfg.ChunkMaxPoints, "points of one chunk (one cell); the default is chosen by benchmark, see docs/format/chunk.md")
 	fs.DurationVar(&cfg.Retention, "retention", 0, "how long data is kept, e.g. 8760h; older rows are dropped a key range at a time and older points refused (default: for ever)")
 	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", cfg.RetentionInterval, "how often data past -retention is dropped")
+	rollupFlags(fs, &cfg.Rollup) // rollup.go
 	fs.DurationVar(&cfg.SealGrace, "seal-grace", cfg.SealGrace, "how long after its hour an open chunk waits for late points")
 	fs.DurationVar(&cfg.LateGrace, "late-grace", cfg.LateGrace, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written")
 	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", cfg.LateMaxPoints, "points all late chunks may hold; past it they are written early")

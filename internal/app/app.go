@@ -65,6 +65,10 @@ type Config struct {
 	Retention         time.Duration
 	RetentionInterval time.Duration
 
+	// Rollup: the rollup intervals and their retention (-rollup.intervals,
+	// -rollup.retention; series/rollup.go).
+	Rollup series.RollupOptions
+
 	StoreCacheBytes int64
 	UIDCacheBytes   int
 
@@ -121,6 +125,7 @@ func DefaultConfig() Config {
 		LateGrace:         so.LateGrace,
 		LateMaxPoints:     so.LateMaxPoints,
 		RetentionInterval: so.RetentionInterval,
+		Rollup:            series.DefaultRollupOptions(),
 		StoreCacheBytes:   pebble.DefaultOptions().CacheSize,
 		UIDCacheBytes:     uid.DefaultOptions().CacheBytes,
 		SeriesLimits:      series.DefaultSeriesLimits(),
@@ -232,6 +237,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		Retention:         cfg.Retention,
 		RetentionInterval: cfg.RetentionInterval,
 		IndexSync:         series.IndexSyncOptions{Interval: cfg.IndexSyncInterval},
+		Rollup:            cfg.Rollup,
 		Logger:            log.With("component", "head"),
 		Registerer:        reg,
 	})
