@@ -28,6 +28,9 @@ type Config struct {
 	Timeout    time.Duration // per request
 	Retries    int
 	SuggestMax int
+	// RemoteReadMaxBytes bounds a SAMPLES remote-read answer, compressed
+	// and decoded (0: DefaultRemoteReadMaxBytes); see RemoteReadSource.
+	RemoteReadMaxBytes int
 
 	SrcAuth, DstAuth Auth
 
@@ -221,8 +224,11 @@ func (c *Config) sides(ctx context.Context, e endpoints, srcC, dstC *Client) (So
 	if err != nil {
 		return nil, nil, nil, &UsageError{err}
 	}
-	return NewRemoteReadSource(srcC, e.srcRead, ms), NewRemoteReadSource(dstC, e.dstRead, ms),
-		func() Sink { return NewRemoteWriteSink(dstC, e.dstWrite, c.Batch) }, nil
+	src, dst := NewRemoteReadSource(srcC, e.srcRead, ms), NewRemoteReadSource(dstC, e.dstRead, ms)
+	if c.RemoteReadMaxBytes > 0 {
+		src.MaxSamplesBytes, dst.MaxSamplesBytes = c.RemoteReadMaxBytes, c.RemoteReadMaxBytes
+	}
+	return src, dst, func() Sink { return NewRemoteWriteSink(dstC, e.dstWrite, c.Batch) }, nil
 }
 
 func (c *Config) verify(ctx context.Context, src, dst Source, slices []Slice) error {

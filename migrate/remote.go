@@ -20,20 +20,28 @@ import (
 // slice with one query per selector, asking for STREAMED_XOR_CHUNKS first
 // and taking SAMPLES from servers that only have that. A series matched by
 // several selectors is read once. Safe for concurrent use.
+//
+// A STREAMED_XOR_CHUNKS answer is read a frame at a time. A SAMPLES answer
+// is one snappy block (a format that cannot be decoded as it arrives) of one
+// protobuf message: it is read whole, compressed then decoded, each at most
+// MaxSamplesBytes (-remote-read-max-bytes), so a slice holds up to about
+// three times that in memory while it is decoded; a larger answer is an error
+// saying to use shorter slices.
 type RemoteReadSource struct {
 	c        *Client
 	url      string
 	matchers [][]*prompb.LabelMatcher
 	maxFrame uint64
 	accept   []prompb.ReadRequest_ResponseType // in order of preference
+	// MaxSamplesBytes bounds a SAMPLES answer (DefaultRemoteReadMaxBytes).
+	MaxSamplesBytes int
 }
 
 // Bounds of a remote-read answer: one STREAMED_XOR_CHUNKS frame (Prometheus
-// sends 1 MiB) and a whole SAMPLES answer, compressed and decoded (a slice
-// that needs more is an error saying to use shorter slices).
+// sends 1 MiB) and, by default, a whole SAMPLES answer.
 const (
-	maxFrameBytes   = 64 << 20
-	maxSamplesBytes = 512 << 20
+	maxFrameBytes             = 64 << 20
+	DefaultRemoteReadMaxBytes = 512 << 20
 )
 
 // ParseSelectors reads PromQL series selectors (`up`, `{job="x"}`,
@@ -69,8 +77,8 @@ func ParseSelectors(sels []string) ([][]*prompb.LabelMatcher, error) {
 // NewRemoteReadSource reads url (e.g. http://prometheus:9090/api/v1/read)
 // for the series of the given matchers.
 func NewRemoteReadSource(c *Client, url string, matchers [][]*prompb.LabelMatcher) *RemoteReadSource {
-	return &RemoteReadSource{c: c, url: url, matchers: matchers, maxFrame: maxFrameBytes, accept: []prompb.ReadRequest_ResponseType{
-		prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}}
+	return &RemoteReadSource{c: c, url: url, matchers: matchers, maxFrame: maxFrameBytes, MaxSamplesBytes: DefaultRemoteReadMaxBytes,
+		accept: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}}
 }
 
 // Read implements Source.
@@ -96,14 +104,15 @@ func (rr *RemoteReadSource) Read(ctx context.Context, s Slice, fn func(*Series) 
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-streamed-protobuf") {
 			return DecodeChunkedReadResponse(r.Body, rr.maxFrame, s, dd.series)
 		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxSamplesBytes+1))
+		max := rr.MaxSamplesBytes
+		b, err := io.ReadAll(io.LimitReader(r.Body, int64(max)+1))
 		if err != nil {
 			return err
 		}
-		if len(b) > maxSamplesBytes {
-			return fmt.Errorf("remote read answer: over %d MiB: use a shorter -slice", maxSamplesBytes>>20)
+		if len(b) > max {
+			return fmt.Errorf("remote read answer: over %d bytes (-remote-read-max-bytes): use a shorter -slice", max)
 		}
-		return DecodeSamplesReadResponse(b, s, dd.series)
+		return decodeSamples(b, max, s, dd.series)
 	})
 }
 
@@ -126,13 +135,20 @@ func (d *dedup) series(query int64, s *Series) error {
 // DecodeSamplesReadResponse reads a snappy-compressed SAMPLES ReadResponse
 // and calls fn with each series' float samples in s; native histogram
 // samples are counted in Series.Skipped.
+// The decoded answer may hold DefaultRemoteReadMaxBytes.
 func DecodeSamplesReadResponse(body []byte, s Slice, fn func(query int64, s *Series) error) error {
+	return decodeSamples(body, DefaultRemoteReadMaxBytes, s, fn)
+}
+
+// decodeSamples is DecodeSamplesReadResponse with the decoded answer
+// bounded by max bytes, checked on snappy's length before decoding.
+func decodeSamples(body []byte, max int, s Slice, fn func(query int64, s *Series) error) error {
 	n, err := snappy.DecodedLen(body)
 	if err != nil {
 		return fmt.Errorf("remote read answer: snappy: %w", err)
 	}
-	if n > maxSamplesBytes {
-		return fmt.Errorf("remote read answer: %d bytes decoded, over %d MiB: use a shorter -slice", n, maxSamplesBytes>>20)
+	if n > max {
+		return fmt.Errorf("remote read answer: %d bytes decoded, over %d (-remote-read-max-bytes): use a shorter -slice", n, max)
 	}
 	raw, err := snappy.Decode(nil, body)
 	if err != nil {

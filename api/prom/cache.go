@@ -15,12 +15,15 @@ import (
 // the same way (Label messages). A series sent again costs one lookup: no
 // label parsing, sorting or UTF-8 check, and the caller's ref (SetRef)
 // spares it its own work. Entries depend on nothing but the key and the
-// decoder's MaxLabels. Bounded in entries and bytes (SeriesCacheMaxEntries,
-// SeriesCacheMaxBytes), in shards: a full shard starts again empty. Safe for
-// concurrent use: the decoders of concurrent requests share one.
+// decoder's MaxLabels. Bounded in entries and bytes (NewSeriesCacheSized;
+// by default SeriesCacheMaxEntries, SeriesCacheMaxBytes), in shards: a full
+// shard starts again empty (Resets counts it). Safe for concurrent use: the
+// decoders of concurrent requests share one.
 type SeriesCache struct {
-	seed   maphash.Seed
-	shards [seriesCacheShards]cacheShard
+	seed                  maphash.Seed
+	shardEntries, shardBy int // the bounds of one shard
+	resets                atomic.Int64
+	shards                [seriesCacheShards]cacheShard
 }
 
 type cacheShard struct {
@@ -37,7 +40,7 @@ type cacheEntry struct {
 	ref    atomic.Pointer[any] // the caller's, see Series.SetRef
 }
 
-// The bounds of a SeriesCache.
+// The default bounds of a SeriesCache, and its fixed ones.
 const (
 	SeriesCacheMaxEntries = 1 << 17
 	SeriesCacheMaxBytes   = 32 << 20
@@ -46,8 +49,27 @@ const (
 	seriesCacheOverhead   = 64      // bytes counted per entry for the map itself
 )
 
-// NewSeriesCache returns an empty cache.
-func NewSeriesCache() *SeriesCache { return &SeriesCache{seed: maphash.MakeSeed()} }
+// NewSeriesCache returns an empty cache of the default bounds.
+func NewSeriesCache() *SeriesCache {
+	return NewSeriesCacheSized(SeriesCacheMaxEntries, SeriesCacheMaxBytes)
+}
+
+// NewSeriesCacheSized returns an empty cache of at most maxEntries series
+// and maxBytes bytes (a default for a bound not positive), split over its
+// shards.
+func NewSeriesCacheSized(maxEntries, maxBytes int) *SeriesCache {
+	if maxEntries <= 0 {
+		maxEntries = SeriesCacheMaxEntries
+	}
+	if maxBytes <= 0 {
+		maxBytes = SeriesCacheMaxBytes
+	}
+	return &SeriesCache{seed: maphash.MakeSeed(),
+		shardEntries: max(1, maxEntries/seriesCacheShards), shardBy: max(1, maxBytes/seriesCacheShards)}
+}
+
+// Resets counts the times a full shard was emptied to take a new series.
+func (c *SeriesCache) Resets() int64 { return c.resets.Load() }
 
 func (c *SeriesCache) shard(key []byte) *cacheShard {
 	return &c.shards[maphash.Bytes(c.seed, key)%seriesCacheShards]
@@ -76,9 +98,12 @@ func (c *SeriesCache) put(key string, maxLabels int, labels []Label, metric stri
 	e := &cacheEntry{labels: slices.Clone(labels), metric: metric}
 	sh := c.shard(unsafe.Slice(unsafe.StringData(key), len(key)))
 	sh.mu.Lock()
-	if sh.m == nil || sh.maxLabels != maxLabels || len(sh.m) >= SeriesCacheMaxEntries/seriesCacheShards ||
-		sh.bytes+size > SeriesCacheMaxBytes/seriesCacheShards {
-		sh.m, sh.bytes, sh.maxLabels = make(map[string]*cacheEntry, 256), 0, maxLabels
+	full := sh.m != nil && (len(sh.m) >= c.shardEntries || sh.bytes+size > c.shardBy)
+	if sh.m == nil || sh.maxLabels != maxLabels || full {
+		if full {
+			c.resets.Add(1)
+		}
+		sh.m, sh.bytes, sh.maxLabels = make(map[string]*cacheEntry, min(256, c.shardEntries)), 0, maxLabels
 	}
 	sh.m[key] = e
 	sh.bytes += size

@@ -156,3 +156,39 @@ func TestSeriesCacheBound(t *testing.T) {
 		t.Fatal("an entry validated under another MaxLabels was found")
 	}
 }
+
+// A sized cache holds its own bounds, and counts the shards it emptied.
+func TestSeriesCacheSized(t *testing.T) {
+	c := NewSeriesCacheSized(64, 1<<20)
+	lbls := []Label{{"__name__", "m"}}
+	for i := range 1000 {
+		c.put("series-"+strconv.Itoa(i), 8, lbls, "m")
+		n := 0
+		for j := range c.shards {
+			n += len(c.shards[j].m)
+		}
+		if n > 64 {
+			t.Fatalf("after %d puts: %d entries, over the 64 asked for", i+1, n)
+		}
+	}
+	// 1000 series in 16 shards of 4: about 1000/4 emptyings.
+	if r := c.Resets(); r < 200 {
+		t.Fatalf("%d resets counted, want about 250", r)
+	}
+	if r := NewSeriesCache().Resets(); r != 0 {
+		t.Fatalf("a new cache has %d resets", r)
+	}
+	// By bytes: 16 shards of 1 KiB hold a few 200-byte keys each.
+	b := NewSeriesCacheSized(1<<20, 16<<10)
+	for i := range 200 {
+		b.put(strings.Repeat("k", 200)+strconv.Itoa(i), 8, lbls, "m")
+	}
+	for j := range b.shards {
+		if b.shards[j].bytes > 1<<10 {
+			t.Fatalf("shard %d holds %d bytes, over its 1 KiB", j, b.shards[j].bytes)
+		}
+	}
+	if b.Resets() == 0 {
+		t.Fatal("no reset counted when the bytes ran out")
+	}
+}

@@ -6,7 +6,11 @@
 // concrete types and package api mounts the routes (dialect.Host).
 package promhttp
 
-import "time"
+import (
+	"time"
+
+	"hourglass/api/prom"
+)
 
 // Config holds the limits of the Prometheus dialect. Zero values mean
 // the defaults.
@@ -45,6 +49,18 @@ type Config struct {
 	// MaxMetadata bounds the metrics whose metadata (type, help, unit) sent
 	// over remote write is kept for /api/v1/metadata. Default 100,000.
 	MaxMetadata int
+	// WriteSeriesCacheEntries and WriteSeriesCacheBytes bound the series
+	// remote write's decoders remember (prom.SeriesCache); past them a
+	// shard starts again empty. Defaults 131,072 and 32 MiB.
+	WriteSeriesCacheEntries, WriteSeriesCacheBytes int
+	// StatusTSDBMaxLimit is the largest limit /api/v1/status/tsdb takes
+	// (default 10,000, as Prometheus); StatusTSDBCacheTTL how long its
+	// answer is served again to requests with the same limit (default 5s).
+	StatusTSDBMaxLimit int
+	StatusTSDBCacheTTL time.Duration
+	// SnapshotWait is how long a snapshot request waits for the one under
+	// way (they are taken one at a time) before 503. Default 1m.
+	SnapshotWait time.Duration
 }
 
 // DefaultConfig is the dialect's defaults: the one place they are written.
@@ -59,6 +75,11 @@ func DefaultConfig() Config {
 		MaxSamples:               50_000_000,
 		LookbackDelta:            5 * time.Minute,
 		MaxMetadata:              100_000,
+		WriteSeriesCacheEntries:  prom.SeriesCacheMaxEntries,
+		WriteSeriesCacheBytes:    prom.SeriesCacheMaxBytes,
+		StatusTSDBMaxLimit:       10_000,
+		StatusTSDBCacheTTL:       5 * time.Second,
+		SnapshotWait:             time.Minute,
 	}
 }
 
@@ -75,6 +96,11 @@ func (c *Config) fill() {
 	orDefault(&c.MaxSamples, d.MaxSamples)
 	orDefault(&c.LookbackDelta, d.LookbackDelta)
 	orDefault(&c.MaxMetadata, d.MaxMetadata)
+	orDefault(&c.WriteSeriesCacheEntries, d.WriteSeriesCacheEntries)
+	orDefault(&c.WriteSeriesCacheBytes, d.WriteSeriesCacheBytes)
+	orDefault(&c.StatusTSDBMaxLimit, d.StatusTSDBMaxLimit)
+	orDefault(&c.StatusTSDBCacheTTL, d.StatusTSDBCacheTTL)
+	orDefault(&c.SnapshotWait, d.SnapshotWait)
 }
 
 // orDefault sets *v to d when *v is not positive.

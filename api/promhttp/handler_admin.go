@@ -101,19 +101,21 @@ func seriesLabels(pl labels.Labels) model.Labels {
 }
 
 // snapshotter takes the snapshots of /api/v1/admin/tsdb/snapshot, one at a
-// time: a second request waits for the first (or for its own context).
+// time: a second request waits for the first, at most wait
+// (Config.SnapshotWait), then gets 503 (result "busy").
 type snapshotter struct {
 	sem   chan struct{}
+	wait  time.Duration
 	total *prometheus.CounterVec
 	took  prometheus.Histogram
 }
 
-func newSnapshotter(reg prometheus.Registerer) *snapshotter {
+func newSnapshotter(reg prometheus.Registerer, wait time.Duration) *snapshotter {
 	s := &snapshotter{
-		sem: make(chan struct{}, 1),
+		sem: make(chan struct{}, 1), wait: wait,
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hourglass_snapshots_total",
-			Help: "Snapshots asked for by /api/v1/admin/tsdb/snapshot, by result (ok, error, unsupported, disabled)."}, []string{"result"}),
+			Help: "Snapshots asked for by /api/v1/admin/tsdb/snapshot, by result (ok, error, unsupported, disabled, busy: waited -prom-snapshot-wait for the one under way)."}, []string{"result"}),
 		took: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hourglass_snapshot_duration_seconds", Help: "Time taken by a snapshot.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8)}),
@@ -159,9 +161,16 @@ func (p *queryAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		p.respondError(w, prom.ErrorInternal, "no snapshot directory configured")
 		return
 	}
+	wait := time.NewTimer(sn.wait)
+	defer wait.Stop()
 	select {
 	case sn.sem <- struct{}{}:
 		defer func() { <-sn.sem }()
+	case <-wait.C:
+		sn.total.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(sn.wait.Seconds()))))
+		p.respondError(w, prom.ErrorUnavailable, fmt.Sprintf("another snapshot is under way: waited %v (-prom-snapshot-wait)", sn.wait))
+		return
 	case <-r.Context().Done():
 		p.respondError(w, prom.ErrorCanceled, "waiting for the snapshot under way: "+r.Context().Err().Error())
 		return

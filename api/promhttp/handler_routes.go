@@ -114,13 +114,18 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 		parser:   parser.NewParser(parser.Options{}),
 		limiter:  newPromLimiter(cfg.WriteMaxInflightBytes, cfg.WriteMaxInflightRequests),
 		meta:     newPromMetadata(cfg.MaxMetadata),
-		snap:     newSnapshotter(reg),
-		tsdb:     newTSDBStatus(reg),
+		snap:     newSnapshotter(reg, cfg.SnapshotWait),
+		tsdb:     newTSDBStatus(reg, cfg.StatusTSDBMaxLimit, cfg.StatusTSDBCacheTTL),
 		now:      time.Now,
 	}
 	// The decoders share one memory of the series they have seen (bounded,
 	// see prom.SeriesCache): a series sent again costs a lookup.
-	cache := prom.NewSeriesCache()
+	cache := prom.NewSeriesCacheSized(cfg.WriteSeriesCacheEntries, cfg.WriteSeriesCacheBytes)
+	if reg != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hourglass_remote_write_series_cache_resets_total",
+			Help: "Shards of remote write's series cache emptied because they were full (-prom-write-series-cache-entries, -prom-write-series-cache-bytes)."},
+			func() float64 { return float64(cache.Resets()) }))
+	}
 	p.decoders.New = func() any { return &prom.Decoder{Cache: cache} }
 	p.queryable = d.Querier.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
 	var promReg prometheus.Registerer

@@ -14,35 +14,35 @@ import (
 	"hourglass/model"
 )
 
-// promTSDBMaxLimit is the largest limit /api/v1/status/tsdb takes, as Prometheus'.
-const promTSDBMaxLimit = 10000
-
-// tsdbStatusTTL is how long a computed /api/v1/status/tsdb answer is
-// served again to requests with the same limit, as Prometheus caches its
-// cardinality figures: a dashboard refreshing it costs one walk of the
-// index per interval, whatever its number of viewers.
-const tsdbStatusTTL = 5 * time.Second
-
 // tsdbStatus computes the cardinality figures one request at a time and
-// keeps the last answer for tsdbStatusTTL.
+// keeps the last answer for ttl (Config.StatusTSDBCacheTTL), as Prometheus
+// caches its cardinality figures: a dashboard refreshing it costs one walk
+// of the index per interval, whatever its number of viewers. maxLimit
+// (Config.StatusTSDBMaxLimit) bounds the limit a request may ask.
 type tsdbStatus struct {
-	mu    sync.Mutex
-	limit int
-	at    time.Time
-	body  []byte
-	runs  prometheus.Counter
-	took  prometheus.Gauge
+	maxLimit int
+	ttl      time.Duration
+	mu       sync.Mutex
+	limit    int
+	at       time.Time
+	body     []byte
+	runs     prometheus.Counter
+	refused  prometheus.Counter
+	took     prometheus.Gauge
 }
 
-func newTSDBStatus(reg prometheus.Registerer) *tsdbStatus {
+func newTSDBStatus(reg prometheus.Registerer, maxLimit int, ttl time.Duration) *tsdbStatus {
 	s := &tsdbStatus{
+		maxLimit: maxLimit, ttl: ttl,
 		runs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hourglass_status_tsdb_computations_total",
-			Help: "Walks of the series index for /api/v1/status/tsdb (answers within 5 s of one reuse it)."}),
+			Help: "Walks of the series index for /api/v1/status/tsdb (answers within -prom-status-tsdb-cache-ttl of one reuse it)."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "hourglass_status_tsdb_limit_refused_total",
+			Help: "/api/v1/status/tsdb requests refused for a limit over -prom-status-tsdb-max-limit."}),
 		took: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hourglass_status_tsdb_last_duration_seconds",
 			Help: "Time the last walk of the series index for /api/v1/status/tsdb took."}),
 	}
 	if reg != nil {
-		reg.MustRegister(s.runs, s.took)
+		reg.MustRegister(s.runs, s.refused, s.took)
 	}
 	return s
 }
@@ -78,7 +78,8 @@ func promTSDBStats(in []model.Stat) []TSDBStat {
 
 // handleTSDBStatus is /api/v1/status/tsdb, as Prometheus answers it: the
 // series and label cardinality of the series index (series.Head.Cardinality),
-// each list the limit (default 10, at most 10000) largest, the largest first.
+// each list the limit (default 10, at most -prom-status-tsdb-max-limit)
+// largest, the largest first.
 // headStats.numSeries counts the series of the index, chunkCount, minTime and
 // maxTime the chunks and points of the head.
 func (p *queryAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
@@ -89,15 +90,16 @@ func (p *queryAPI) handleTSDBStatus(w http.ResponseWriter, r *http.Request) {
 			p.respondError(w, prom.ErrorBadData, "limit must be a positive number")
 			return
 		}
-		if limit > promTSDBMaxLimit {
-			p.respondError(w, prom.ErrorBadData, fmt.Sprintf("limit must not exceed %d", promTSDBMaxLimit))
-			return
-		}
 	}
 	ts := p.tsdb
+	if limit > ts.maxLimit {
+		ts.refused.Inc()
+		p.respondError(w, prom.ErrorBadData, fmt.Sprintf("limit must not exceed %d (-prom-status-tsdb-max-limit)", ts.maxLimit))
+		return
+	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.body == nil || ts.limit != limit || time.Since(ts.at) > tsdbStatusTTL {
+	if ts.body == nil || ts.limit != limit || time.Since(ts.at) > ts.ttl {
 		start := time.Now()
 		c := p.card.Cardinality(limit)
 		var out TSDBStatus

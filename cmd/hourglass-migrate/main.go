@@ -73,6 +73,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.IntVar(&c.MaxSlices, "max-slices", 0, "stop after copying this many slices (0: all); with -state, the next run goes on from there")
 	fs.DurationVar(&c.Timeout, "timeout", time.Minute, "timeout of one HTTP request")
 	fs.IntVar(&c.Retries, "retries", 8, "retries of a request that failed with 429, 5xx or a network error (backoff from 0.5s doubling to 1m, Retry-After honoured)")
+	fs.IntVar(&c.RemoteReadMaxBytes, "remote-read-max-bytes", migrate.DefaultRemoteReadMaxBytes, "remote-read: the largest SAMPLES answer (one snappy block, read whole), compressed and decoded; a slice needs up to ~3x this in memory (STREAMED_XOR_CHUNKS answers are read a frame at a time)")
 	fs.IntVar(&c.SuggestMax, "suggest-max", 100000, "opentsdb: the max of /api/suggest; a prefix with this many metrics is an error (the list may be cut short)")
 	fs.StringVar(&c.SrcAuth.User, "src-user", "", "basic auth `user` for the source")
 	fs.StringVar(&c.SrcAuth.Password, "src-password", "", "basic auth `password` for the source (or env HOURGLASS_MIGRATE_SRC_PASSWORD)")
