@@ -49,6 +49,7 @@ const usage = `usage: hourglass-loadtest write|query|table|du [flags]
   soak    measure the maximum ingest, then write at a fraction of it with the
           query mix running and the server's RSS watched (exit 1 on failure)
   du      sample a server's data directory until the server exits (peak bytes)
+  rollup  the long query with and without rollups, side by side (issue 13)
 
 Run "hourglass-loadtest write -help" for the flags of each.`
 
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSoak(ctx, args[1:], stdout, stderr)
 	case "du":
 		return runDu(ctx, args[1:], stdout, stderr)
+	case "rollup":
+		return runRollupBench(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
