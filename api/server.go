@@ -213,6 +213,11 @@ type Deps struct {
 	OpenTSDB  opentsdbhttp.Deps
 	// Prom's OpenTSDBQuery is the OpenTSDB dialect's; New sets it.
 	Prom promhttp.Deps
+	// Peer serves the peer protocol and PeerMiddleware gathers each
+	// request's warnings (package cluster); both nil on a single node
+	// (cluster.go).
+	Peer           http.Handler
+	PeerMiddleware func(http.Handler) http.Handler
 }
 
 // New returns a server over deps. reg receives the server's own metrics
@@ -255,6 +260,7 @@ func (s *Server) routes() *mux.Router {
 	s.ots.Routes(r)
 	s.statusRoutes(r)
 	web.Register(r)
+	s.clusterRoutes(r)
 	if s.cfg.Conn.DebugPprof {
 		r.PathPrefix(pprofPrefix).HandlerFunc(pprofHandler)
 	}

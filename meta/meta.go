@@ -28,6 +28,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"hourglass/store"
 )
@@ -50,6 +51,35 @@ type Store struct {
 	seriesOnce  sync.Once
 	seriesErr   error
 	seriesNotes atomic.Bool
+	// recheck, when set (SetRecheck), lets the "none" answer expire: other
+	// nodes sharing the store may write the first one.
+	recheck   time.Duration
+	checkMu   sync.Mutex
+	checkedAt time.Time
+}
+
+// SetRecheck makes SeriesAnnotations look again, at most every d, whether
+// a series annotation exists while it knows of none: for a store other
+// nodes write too. Call it before use.
+func (s *Store) SetRecheck(d time.Duration) { s.recheck = d }
+
+// recheckNotes looks for a series annotation if the last look is older
+// than the recheck interval.
+func (s *Store) recheckNotes(ctx context.Context) error {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	if s.seriesNotes.Load() || time.Since(s.checkedAt) < s.recheck {
+		return nil
+	}
+	r := store.KeyRange{Start: []byte{prefixAnnotation, 0, 1}, End: []byte{prefixAnnotation + 1}}
+	err := s.st.Scan(ctx, store.TableMeta, []store.KeyRange{r}, func(store.Cell) bool {
+		s.seriesNotes.Store(true)
+		return false
+	})
+	if err == nil {
+		s.checkedAt = time.Now()
+	}
+	return err
 }
 
 // New returns the metadata store kept in st.
@@ -217,6 +247,15 @@ func (s *Store) Annotations(ctx context.Context, tsuids [][]byte, startMs, endMs
 // shortcut: when no annotation of a series was ever written it returns nil
 // without reading.
 func (s *Store) SeriesAnnotations(ctx context.Context, tsuids [][]byte, startMs, endMs int64, limit int) ([]Annotation, error) {
+	if s.recheck > 0 {
+		if err := s.recheckNotes(ctx); err != nil {
+			return nil, err
+		}
+		if !s.seriesNotes.Load() || len(tsuids) == 0 {
+			return nil, nil
+		}
+		return s.Annotations(ctx, tsuids, startMs, endMs, limit)
+	}
 	s.seriesOnce.Do(func() {
 		// Any row 'a' | n>0 | ... means a series annotation exists.
 		r := store.KeyRange{Start: []byte{prefixAnnotation, 0, 1}, End: []byte{prefixAnnotation + 1}}

@@ -177,8 +177,10 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
 	var total int64 // points read, the head's and the store's
-	for i, en := range entries {
-		scs[i].head = e.head.Snapshot(en.Labels, start, end, nil)
+	if err := e.headSnapshots(ctx, entries, scs, start, end, lim); err != nil {
+		return nil, err
+	}
+	for i := range entries {
 		scs[i].n = len(scs[i].head)
 		total += int64(scs[i].n)
 	}

@@ -22,6 +22,7 @@ import (
 	"hourglass/api/prom"
 	"hourglass/internal/errclass"
 	"hourglass/internal/quote"
+	replywarn "hourglass/internal/warnings"
 	"hourglass/query"
 )
 
@@ -328,6 +329,9 @@ func (p *queryAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry prom
 		return
 	}
 	warnings := res.Warnings
+	for _, m := range replywarn.From(ctx) { // peers that did not answer
+		warnings = warnings.Add(errors.New(m))
+	}
 	if limit > 0 {
 		truncated := false
 		switch v := res.Value.(type) {

@@ -46,6 +46,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Bigtable.CredentialsFile, "bigtable.credentials-file", "", "service account key file (default: Application Default Credentials, GOOGLE_APPLICATION_CREDENTIALS; BIGTABLE_EMULATOR_HOST selects the emulator)")
 	fs.DurationVar(&cfg.Bigtable.Timeout, "bigtable.timeout", cfg.Bigtable.Timeout, "time one Bigtable operation may take, retries included, before it fails as unavailable (503)")
 	fs.DurationVar(&cfg.IndexSyncInterval, "index-sync-interval", cfg.IndexSyncInterval, "how often a node reads the series other nodes added (-storage=bigtable only)")
+	peerFlags(fs, &cfg.Peer)
 	fs.IntVar(&cfg.Layout.SaltBuckets, "salt-buckets", cfg.Layout.SaltBuckets, "salt buckets of the row keys (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.MetricWidth, "uid-width-metric", cfg.Layout.MetricWidth, "bytes of a metric UID (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.TagKWidth, "uid-width-tagk", cfg.Layout.TagKWidth, "bytes of a tag key UID (fixed when the data set is created)")

@@ -20,6 +20,7 @@ import (
 
 	"hourglass/api"
 	"hourglass/api/auth"
+	"hourglass/cluster"
 	"hourglass/ingest"
 	"hourglass/query"
 	"hourglass/rowkey"
@@ -44,6 +45,8 @@ type Config struct {
 	// reads the index changes they announce (series/index_sync.go). Used
 	// with --storage=bigtable only; default 1 s.
 	IndexSyncInterval time.Duration
+	// Peer is the peer read path between Bigtable nodes (cluster.go).
+	Peer PeerConfig
 
 	Layout rowkey.Layout
 
@@ -115,6 +118,7 @@ func DefaultConfig() Config {
 			Timeout:     bigtable.DefaultTimeout,
 		},
 		IndexSyncInterval: series.DefaultIndexSyncOptions().Interval,
+		Peer:              DefaultPeerConfig(),
 		Layout:            rowkey.DefaultLayout(),
 		MemoryLimit:       DefaultMemoryLimit,
 		WALFsync:          so.WAL.Sync,
@@ -245,10 +249,23 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		return err
 	}
 	db.SetSeriesLimits(cfg.SeriesLimits, reg)
-	engine := query.NewEngine(db.Head, index, st, layout, cfg.Query)
+	var head query.Head = db.Head
+	var node *cluster.Node // nodes sharing Bigtable only (cluster.go)
+	if cfg.IndexSyncInterval > 0 {
+		if node, err = newNode(ctx, cfg, st, db, uids, cfg.API.Conn.Auth != nil && cfg.API.Conn.Auth.TLSConfig() != nil, reg, log); err != nil {
+			db.Close()
+			return err
+		}
+		head = node
+	}
+	engine := query.NewEngine(head, index, st, layout, cfg.Query)
 	engine.RegisterMetrics(reg)
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
-	srv := api.New(cfg.API, apiDeps(db, index, st, uids, layout, ingest.NewWriter(db.Head, cfg.Ingest), engine), reg, log)
+	deps := apiDeps(db, index, st, uids, layout, ingest.NewWriter(db.Head, cfg.Ingest), engine)
+	if node != nil {
+		wireNode(&deps, node)
+	}
+	srv := api.New(cfg.API, deps, reg, log)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -256,6 +273,17 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	log.Info("hourglass listening", "addr", ln.Addr().String(), "storage", cfg.Storage, "data_dir", cfg.DataDir, "wal_fsync", cfg.WALFsync.String())
+	if node != nil {
+		addr, aerr := advertised(cfg.Peer, ln.Addr())
+		if aerr == nil {
+			aerr = node.Start(ctx, addr)
+		}
+		if aerr != nil {
+			ln.Close()
+			db.Close()
+			return aerr
+		}
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -273,7 +301,16 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		log.Warn("shutting the server down", "err", serr)
 	}
-	if herr := db.Close(); herr != nil {
+	herr := db.Close()
+	if node != nil {
+		// A clean close leaves the head in the store: no one needs to ask
+		// this node any more. After a failed one its WAL holds points, so
+		// its registration stays and the others name it as down.
+		if cerr := node.Close(sctx, herr == nil); cerr != nil {
+			log.Warn("removing this node's registration", "err", cerr)
+		}
+	}
+	if herr != nil {
 		return fmt.Errorf("closing the head: %w", herr)
 	}
 	log.Info("shut down cleanly")

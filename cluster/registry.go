@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"hourglass/store"
+)
+
+// Rows of the meta table (no other prefix of the table starts with "peer/"):
+//
+//	"peer/n/" | writer[2, BE]                 a node's registration: qualifier "j", JSON (registration)
+//	"peer/g"                                  the cache generation: qualifier "n", int64 BE (Increment)
+//	"peer/d/" | writer[2, BE] | seq[8, BE]    a delete the node missed: qualifier "j", a delete request
+var (
+	prefixNode    = []byte("peer/n/")
+	rowGeneration = []byte("peer/g")
+	prefixDelete  = []byte("peer/d/")
+	qualJSON      = []byte("j")
+	qualGen       = []byte("n")
+)
+
+// registration is what a node writes about itself every heartbeat.
+type registration struct {
+	Writer    uint16 `json:"writer"`
+	Addr      string `json:"addr"`   // host:port other nodes call
+	Scheme    string `json:"scheme"` // http or https
+	Heartbeat int64  `json:"heartbeat"`
+	Started   int64  `json:"started"`
+}
+
+// Peer is another node as the last registry read saw it.
+type Peer struct {
+	Writer uint16
+	URL    string // scheme://addr
+	// Heartbeat is the peer's last heartbeat (its clock, unix ms); seen is
+	// when this node last saw it change (this node's clock).
+	Heartbeat int64
+	seen      time.Time
+}
+
+func nodeRow(w uint16) []byte {
+	return binary.BigEndian.AppendUint16(append([]byte(nil), prefixNode...), w)
+}
+
+func deletePrefix(w uint16) []byte {
+	return binary.BigEndian.AppendUint16(append([]byte(nil), prefixDelete...), w)
+}
+
+// heartbeat writes this node's registration.
+func (n *Node) heartbeat(ctx context.Context) error {
+	reg := registration{Writer: n.opts.WriterID, Addr: n.addr, Scheme: n.opts.Scheme,
+		Heartbeat: n.opts.Now().UnixMilli(), Started: n.started.UnixMilli()}
+	v, err := json.Marshal(reg)
+	if err != nil {
+		return err
+	}
+	return n.st.Write(ctx, store.TableMeta, []store.Mutation{{Row: nodeRow(n.opts.WriterID), Qualifier: qualJSON, Value: v}})
+}
+
+// readRegistry reads every registration and the generation in one Scan and
+// updates the view of the peers; a changed generation drops the caches.
+func (n *Node) readRegistry(ctx context.Context) error {
+	var regs []registration
+	var gen int64
+	ranges := []store.KeyRange{store.PrefixRange(prefixNode), store.RowRange(rowGeneration)}
+	sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })
+	err := n.st.Scan(ctx, store.TableMeta, ranges, func(c store.Cell) bool {
+		switch {
+		case string(c.Row) == string(rowGeneration) && string(c.Qualifier) == string(qualGen) && len(c.Value) == 8:
+			gen = int64(binary.BigEndian.Uint64(c.Value))
+		case string(c.Qualifier) == string(qualJSON):
+			var r registration
+			if json.Unmarshal(c.Value, &r) == nil && r.Addr != "" {
+				regs = append(regs, r)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	n.mu.Lock()
+	old := map[uint16]Peer{}
+	for _, p := range n.peers {
+		old[p.Writer] = p
+	}
+	n.peers = n.peers[:0]
+	for _, r := range regs {
+		if r.Writer == n.opts.WriterID {
+			continue
+		}
+		p := Peer{Writer: r.Writer, URL: r.Scheme + "://" + r.Addr, Heartbeat: r.Heartbeat}
+		switch o, ok := old[r.Writer]; {
+		case ok && o.Heartbeat == r.Heartbeat:
+			p.seen = o.seen // no beat since: its age grows on this node's clock
+		case ok:
+			p.seen = now
+		default:
+			// First sight: trust its clock for how old the beat is.
+			p.seen = now.Add(-time.Duration(max(0, n.opts.Now().UnixMilli()-r.Heartbeat)) * time.Millisecond)
+		}
+		n.peers = append(n.peers, p)
+	}
+	changed := n.genRead && gen != n.gen
+	n.gen, n.genRead = gen, true
+	n.mu.Unlock()
+	if changed && n.invalidate != nil {
+		n.invalidate()
+		n.m.invalidations.Inc()
+	}
+	return nil
+}
+
+// BumpGeneration tells every node to drop its name caches (a UID rename):
+// each does within one heartbeat.
+func (n *Node) BumpGeneration(ctx context.Context) error {
+	_, err := n.st.Increment(ctx, store.TableMeta, rowGeneration, qualGen, 1)
+	return err
+}
+
+// deregister removes this node's registration (a clean stop: its head is
+// in the store, no one needs to ask it).
+func (n *Node) deregister(ctx context.Context) error {
+	return n.st.Write(ctx, store.TableMeta, []store.Mutation{{Row: nodeRow(n.opts.WriterID), Qualifier: qualJSON, Delete: true}})
+}
+
+// queueDelete records a delete for writer w, which did not confirm it: w
+// applies it when it next starts (ApplyQueuedDeletes).
+func (n *Node) queueDelete(ctx context.Context, w uint16, body []byte) error {
+	n.mu.Lock()
+	seq := max(n.opts.Now().UnixMicro(), n.lastSeq+1)
+	n.lastSeq = seq
+	n.mu.Unlock()
+	row := binary.BigEndian.AppendUint64(deletePrefix(w), uint64(seq))
+	return n.st.Write(ctx, store.TableMeta, []store.Mutation{{Row: row, Qualifier: qualJSON, Value: body}})
+}
+
+// ApplyQueuedDeletes applies the deletes other nodes queued for this one
+// while it was unreachable, in order, and removes them. Call it after the
+// WAL has replayed and before serving.
+func (n *Node) ApplyQueuedDeletes(ctx context.Context) (int, error) {
+	type queued struct {
+		row  []byte
+		body []byte
+	}
+	var qs []queued
+	err := n.st.Scan(ctx, store.TableMeta, []store.KeyRange{store.PrefixRange(deletePrefix(n.opts.WriterID))}, func(c store.Cell) bool {
+		qs = append(qs, queued{row: append([]byte(nil), c.Row...), body: append([]byte(nil), c.Value...)})
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, q := range qs {
+		r, derr := DecodeDeleteRequest(q.body)
+		if derr != nil {
+			n.log.Warn("a queued delete does not decode; dropped", "row", fmt.Sprintf("%x", q.row), "err", derr)
+		} else if err := n.local.Delete(ctx, r.Series, r.Start, r.End); err != nil {
+			return 0, fmt.Errorf("cluster: applying a delete queued for this node: %w", err)
+		}
+		if err := n.st.Write(ctx, store.TableMeta, []store.Mutation{{Row: q.row, Qualifier: qualJSON, Delete: true}}); err != nil {
+			return 0, err
+		}
+	}
+	return len(qs), nil
+}

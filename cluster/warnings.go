@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+
+	"hourglass/internal/warnings"
+)
+
+// Warn adds msg to the warnings of ctx (internal/warnings).
+func Warn(ctx context.Context, msg string) { warnings.Add(ctx, msg) }
+
+// WithWarnings returns a context that gathers warnings (internal/warnings).
+func WithWarnings(ctx context.Context) (context.Context, *warnings.List) { return warnings.With(ctx) }
+
+// FromContext returns the warnings gathered in ctx so far.
+func FromContext(ctx context.Context) []string { return warnings.From(ctx) }
+
+// WarningHeader is the response header that carries each warning, one
+// header line per warning: OpenTSDB 2.4's replies have no field for them,
+// and every dialect's reply gets them the same way.
+const WarningHeader = "X-Hourglass-Warning"
+
+// warnWriter adds the warnings gathered so far as headers when the reply
+// starts.
+type warnWriter struct {
+	http.ResponseWriter
+	ws      *warnings.List
+	started bool
+}
+
+func (w *warnWriter) start() {
+	if w.started {
+		return
+	}
+	w.started = true
+	for _, m := range w.ws.Messages() {
+		w.Header().Add(WarningHeader, m)
+	}
+}
+
+func (w *warnWriter) WriteHeader(code int) {
+	w.start()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *warnWriter) Write(p []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes a streamed reply's flush on (remote read).
+func (w *warnWriter) Flush() {
+	w.start()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *warnWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
