@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -260,6 +261,10 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	}
 	engine := query.NewEngine(head, index, st, layout, cfg.Query)
 	engine.RegisterMetrics(reg)
+	if ivs := rollupIntervalsMs(cfg.Rollup); len(ivs) > 0 {
+		// Downsampled queries read the rollups where exact (query/rollup.go).
+		engine.SetRollups(&query.StoreRollups{Store: st, Layout: layout, Ivs: ivs}, reg)
+	}
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
 	deps := apiDeps(db, index, st, uids, layout, ingest.NewWriter(db.Head, cfg.Ingest), engine)
 	if node != nil {
@@ -318,4 +323,14 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		return err
 	}
 	return nil
+}
+
+// rollupIntervalsMs returns the rollup intervals in ms, ascending.
+func rollupIntervalsMs(o series.RollupOptions) []int64 {
+	out := make([]int64, 0, len(o.Intervals))
+	for _, iv := range o.Intervals {
+		out = append(out, iv.Milliseconds())
+	}
+	slices.Sort(out)
+	return out
 }
