@@ -171,31 +171,9 @@ func BenchmarkLongQuery(b *testing.B) {
 			}
 		}
 	})
-	b.Run("promql", func(b *testing.B) {
-		eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
-		qy := env.eng.Queryable(query.PromLimits{})
-		b.ReportAllocs()
-		defer reportCPU(b, startCPU(), env.inRange)
-		for b.Loop() {
-			q, err := eng.NewRangeQuery(ctx, qy, nil, `avg by (dc) (avg_over_time({__name__="cpu.usage"}[1h]))`,
-				time.UnixMilli(env.start), time.UnixMilli(env.end), time.Hour)
-			if err != nil {
-				b.Fatal(err)
-			}
-			res := q.Exec(ctx)
-			if res.Err != nil {
-				b.Fatal(res.Err)
-			}
-			m, err := res.Matrix()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(m) != 12 || len(m[0].Floats) != 24 {
-				b.Fatalf("%d series, %d points in the first", len(m), len(m[0].Floats))
-			}
-			q.Close()
-		}
-	})
+	b.Run("promql", func(b *testing.B) { benchPromQL(b, env, true) })
+	// The same without PromPushdown: the engine folds every sample itself.
+	b.Run("promql-unfolded", func(b *testing.B) { benchPromQL(b, env, false) })
 	b.Run("fetch-raw", func(b *testing.B) {
 		// The scan alone, without downsampling: every point materialised.
 		sel := query.Selector{Metric: "cpu.usage", Start: env.start - rowkey.HourMs, End: env.end}
@@ -211,6 +189,39 @@ func BenchmarkLongQuery(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchPromQL runs the long query through the PromQL engine over the
+// queryable, with the context the server gives it (PromPushdown) when fold.
+func benchPromQL(b *testing.B, env *benchEnv, fold bool) {
+	ctx := context.Background()
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(query.PromLimits{})
+	b.ReportAllocs()
+	defer reportCPU(b, startCPU(), env.inRange)
+	for b.Loop() {
+		q, err := eng.NewRangeQuery(ctx, qy, nil, `avg by (dc) (avg_over_time({__name__="cpu.usage"}[1h]))`,
+			time.UnixMilli(env.start), time.UnixMilli(env.end), time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ectx := ctx
+		if fold {
+			ectx = query.PromPushdown(ctx, q.Statement())
+		}
+		res := q.Exec(ectx)
+		if res.Err != nil {
+			b.Fatal(res.Err)
+		}
+		m, err := res.Matrix()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(m) != 12 || len(m[0].Floats) != 24 {
+			b.Fatalf("%d series, %d points in the first", len(m), len(m[0].Floats))
+		}
+		q.Close()
+	}
 }
 
 // startCPU returns the process's CPU time so far; reportCPU reports the

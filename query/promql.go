@@ -127,6 +127,11 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err := q.load(ctx, out, start, end); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
+	if ot, ok := overTimeFor(ctx, hints); ok {
+		for _, s := range out {
+			s.ot = &ot
+		}
+	}
 	return &promSeriesSet{series: out, i: -1}
 }
 
@@ -424,6 +429,7 @@ type promSeries struct {
 	entry      *series.Entry
 	cells      *seriesCells // nil: no samples
 	start, end int64
+	ot         *overTime // not nil: folded by window (promql_pushdown.go)
 }
 
 func (s *promSeries) Labels() labels.Labels { return s.lbls }
@@ -433,6 +439,14 @@ func (s *promSeries) Labels() labels.Labels { return s.lbls }
 // floats, floats bit for bit (staleness markers included, which the PromQL
 // engine then honours).
 func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
+	if s.ot != nil {
+		it, ok := reuse.(*foldIterator[int64])
+		if !ok {
+			it = &foldIterator[int64]{}
+		}
+		it.reset(s)
+		return it
+	}
 	it, ok := reuse.(*promIterator[int64])
 	if !ok {
 		it = &promIterator[int64]{}

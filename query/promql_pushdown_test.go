@@ -1,0 +1,212 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/series"
+)
+
+// TestPromPushdownMatchesEngine runs random range and instant queries with
+// range functions over the equivalence data (cells that overlap, head
+// points over store points, NaN, integers) and a series with staleness
+// markers, with and without PromPushdown, and requires the same answer bit
+// for bit: folded (a step at least the range, or an instant query) and
+// not (overlapping steps, subqueries, functions not folded).
+func TestPromPushdownMatchesEngine(t *testing.T) {
+	ctx := context.Background()
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+		EnableAtModifier: true, EnableNegativeOffset: true})
+	funcs := []string{"avg_over_time", "sum_over_time", "min_over_time", "max_over_time", "last_over_time", "count_over_time"}
+	ranges := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, time.Hour, 90 * time.Minute}
+	folded := 0
+	for seed := range uint64(2) {
+		env := openEquiv(t, seed)
+		addStale(t, env)
+		qy := env.eng.Queryable(PromLimits{})
+		r := rand.New(rand.NewPCG(seed, 9))
+		for n := range 150 {
+			fn := funcs[r.IntN(len(funcs))]
+			rng := ranges[r.IntN(len(ranges))]
+			step := []time.Duration{rng, 2 * rng, rng + 7*time.Second, time.Hour, rng / 2, 0}[r.IntN(6)]
+			sel := fmt.Sprintf("m[%s]", promDur(rng))
+			switch r.IntN(6) {
+			case 0:
+				sel += " offset 17m"
+			case 1:
+				sel += " offset -3m"
+			case 2:
+				sel = fmt.Sprintf("m[%s:1m]", promDur(rng)) // a subquery: never folded
+			}
+			expr := fmt.Sprintf("%s(%s)", fn, sel)
+			if r.IntN(3) == 0 {
+				expr = fmt.Sprintf("sum by (dc) (%s)", expr)
+			}
+			start, end := env.randomRange(r)
+			start, end = start/1000*1000, end/1000*1000
+			if r.IntN(8) == 0 {
+				expr = fmt.Sprintf("%s(m[%s] @ %d)", fn, promDur(rng), end/1000)
+			}
+			mk := func() (promql.Query, error) {
+				if step == 0 {
+					return eng.NewInstantQuery(ctx, qy, nil, expr, time.UnixMilli(end))
+				}
+				return eng.NewRangeQuery(ctx, qy, nil, expr, time.UnixMilli(start), time.UnixMilli(end), step)
+			}
+			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+			got := runQuery(t, mk, func(q promql.Query) context.Context {
+				pc := PromPushdown(ctx, q.Statement())
+				if pc.Value(pushdownKey{}) != nil && step < rng && step != 0 {
+					return pc // overlapping: Select must not fold
+				}
+				if pc.Value(pushdownKey{}) != nil && fn != "count_over_time" {
+					folded++
+				}
+				return pc
+			})
+			if got != want {
+				t.Fatalf("seed %d case %d: %s, [%d, %d] step %s:\nfolded   %s\nunfolded %s", seed, n, expr, start, end, step, got, want)
+			}
+		}
+	}
+	if folded < 50 {
+		t.Fatalf("only %d of the queries could fold", folded)
+	}
+}
+
+// runQuery runs the query mk makes with the context ctxFor gives and
+// returns its answer with every float's bits.
+func runQuery(t *testing.T, mk func() (promql.Query, error), ctxFor func(promql.Query) context.Context) string {
+	t.Helper()
+	q, err := mk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	res := q.Exec(ctxFor(q))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	var out string
+	switch v := res.Value.(type) {
+	case promql.Matrix:
+		for _, s := range v {
+			out += s.Metric.String()
+			for _, p := range s.Floats {
+				out += fmt.Sprintf(" %d:%x", p.T, math.Float64bits(p.F))
+			}
+			out += "\n"
+		}
+	case promql.Vector:
+		for _, s := range v {
+			out += fmt.Sprintf("%s %d:%x\n", s.Metric, s.T, math.Float64bits(s.F))
+		}
+	default:
+		t.Fatalf("answer of type %T", res.Value)
+	}
+	return out
+}
+
+// promDur writes d as PromQL does.
+func promDur(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
+
+// addStale writes a series of m to the head whose samples are now and then
+// Prometheus' staleness marker.
+func addStale(t *testing.T, env *equivEnv) {
+	t.Helper()
+	l := series.MakeLabels("m", []series.Tag{{Key: "host", Value: "stale"}, {Key: "dc", Value: "d0"}})
+	var samples []series.Sample
+	for i, tt := 0, env.last-2*rowkey.HourMs; tt <= env.last; i, tt = i+1, tt+15_000 {
+		v := chunk.Float(float64(i % 17))
+		if i%5 == 0 {
+			v = chunk.Float(math.Float64frombits(value.StaleNaN))
+		}
+		samples = append(samples, series.Sample{Labels: l, T: tt, V: v})
+	}
+	errs := make([]error, len(samples))
+	if err := env.head.Append(context.Background(), samples, errs); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPromPushdownFolds: a marked context and hints of non-overlapping
+// windows give one sample per window with samples; a subquery, or no
+// mark, leaves the samples as they are.
+func TestPromPushdownFolds(t *testing.T) {
+	env := openEquiv(t, 0)
+	ctx := context.Background()
+	name := labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")
+	q, err := env.eng.Queryable(PromLimits{}).Querier(env.first, env.last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(ctx context.Context, h *storage.SelectHints) (samples, series int) {
+		ss := q.Select(ctx, true, h, name)
+		for ss.Next() {
+			series++
+			it := ss.At().Iterator(nil)
+			for it.Next() != 0 {
+				samples++
+			}
+			if it.Err() != nil {
+				t.Fatal(it.Err())
+			}
+		}
+		if ss.Err() != nil {
+			t.Fatal(ss.Err())
+		}
+		return samples, series
+	}
+	h := &storage.SelectHints{Start: env.first + 1, End: env.last, Step: rowkey.HourMs, Range: rowkey.HourMs, Func: "avg_over_time"}
+	raw, _ := count(ctx, h)
+	expr, err := promqlParse("avg_over_time(m[1h])")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := PromPushdown(ctx, expr)
+	got, n := count(marked, h)
+	windows := int((env.last-env.first)/rowkey.HourMs) + 1
+	if got == 0 || got > n*windows || raw < 10*got {
+		t.Fatalf("folded: %d samples of %d series over %d windows, %d raw", got, n, windows, raw)
+	}
+	sub, err := promqlParse("max_over_time(avg_over_time(m[1h])[6h:1h])")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := count(PromPushdown(ctx, sub), h); got != raw {
+		t.Fatalf("a subquery's selector: %d samples, want the %d raw", got, raw)
+	}
+	overlap := *h
+	overlap.Step = rowkey.HourMs / 2
+	if got, _ := count(marked, &overlap); got != raw {
+		t.Fatalf("overlapping windows: %d samples, want the %d raw", got, raw)
+	}
+}
+
+// promqlParse parses an expression into the statement PromPushdown takes.
+func promqlParse(s string) (parser.Statement, error) {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(s)
+	return &parser.EvalStmt{Expr: e}, err
+}
