@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -66,6 +67,11 @@ type SoakConfig struct {
 type RSSSample struct {
 	Seconds float64 `json:"seconds"`
 	Bytes   int64   `json:"bytes"`
+	// The Go runtime's figures from the server's /metrics at the same
+	// time (goMemory), when it could be read.
+	GoHeapInuse int64 `json:"go_heap_inuse_bytes,omitempty"`
+	GoNextGC    int64 `json:"go_next_gc_bytes,omitempty"`
+	GoMapped    int64 `json:"go_mapped_bytes,omitempty"`
 }
 
 // RSSFit summarises the samples after the warm-up.
@@ -109,8 +115,10 @@ type SoakReport struct {
 	Queries     map[string]*SoakQueries `json:"queries"`
 	RSS         []RSSSample             `json:"rss"`
 	Fit         RSSFit                  `json:"rss_after_warmup"`
-	MaxSlope    float64                 `json:"max_slope_mb_per_min"`
-	MaxSpread   float64                 `json:"max_spread"`
+	// Parts says which part of the memory moved (not judged).
+	Parts     *MemoryParts `json:"memory_parts_after_warmup,omitempty"`
+	MaxSlope  float64      `json:"max_slope_mb_per_min"`
+	MaxSpread float64      `json:"max_spread"`
 	// ServerCPUSeconds is the server's CPU time over the soak phase.
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
@@ -197,7 +205,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	var wg sync.WaitGroup
 	var sampleErr error
 	wg.Go(func() {
-		rep.RSS, sampleErr = sampleRSS(sctx, cfg.PID, start, cfg.SampleEvery, cfg.Progress)
+		rep.RSS, sampleErr = sampleRSS(sctx, cfg.PID, cfg.Write.URL+"/metrics", start, cfg.SampleEvery, cfg.Progress)
 		if sampleErr != nil {
 			cancel() // the server is gone: nothing more to learn
 		}
@@ -393,22 +401,29 @@ func (sq *SoakQueries) add(r *Report, lat map[string]*Latencies) {
 	}
 }
 
-// sampleRSS reads the process's VmRSS every period until ctx is done; an
-// error (the process gone) ends it.
-func sampleRSS(ctx context.Context, pid int, start time.Time, every time.Duration, progress io.Writer) ([]RSSSample, error) {
+// sampleRSS reads the process's VmRSS every period until ctx is done, and
+// the Go runtime's figures from metricsURL (skipped when it cannot be
+// read); an error (the process gone) ends it.
+func sampleRSS(ctx context.Context, pid int, metricsURL string, start time.Time, every time.Duration, progress io.Writer) ([]RSSSample, error) {
 	var out []RSSSample
 	t := time.NewTicker(every)
 	defer t.Stop()
+	client := &http.Client{Timeout: max(time.Second, every/2), Transport: &http.Transport{Proxy: nil}}
+	defer client.CloseIdleConnections()
 	for {
 		_, rss, err := ProcMemory(pid)
 		if err != nil {
 			return out, err
 		}
 		s := RSSSample{Seconds: time.Since(start).Seconds(), Bytes: rss}
+		if gm, ok := readGoMemory(ctx, client, metricsURL); ok {
+			s.GoHeapInuse, s.GoNextGC, s.GoMapped = gm.HeapInuse, gm.NextGC, gm.Mapped
+		}
 		out = append(out, s)
 		if progress != nil {
 			cpu, _ := ProcCPU(pid)
-			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s\n", s.Seconds, float64(rss)/1e6, cpu)
+			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s  Go heap in use %.1f MB, goal %.1f MB, runtime %.1f MB\n",
+				s.Seconds, float64(rss)/1e6, cpu, float64(s.GoHeapInuse)/1e6, float64(s.GoNextGC)/1e6, float64(s.GoMapped)/1e6)
 		}
 		select {
 		case <-ctx.Done():
@@ -490,6 +505,7 @@ func (r *SoakReport) judge(warmup time.Duration) {
 		}
 	}
 	r.Fit = FitRSS(r.RSS, warmup)
+	r.Parts = FitMemoryParts(r.RSS, warmup)
 	f := r.Fit
 	switch {
 	case f.Samples < 3:
@@ -561,6 +577,9 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 	p("  RSS after the warm-up (%d samples): min %.1f MB, median %.1f MB, max %.1f MB, slope %+.2f MB/min\n",
 		f.Samples, f.MinMB, f.MedianMB, f.MaxMB, f.SlopeMBPerMin)
 	p("  flat means: slope ≤ %.2f MB/min and max ≤ %.0f %% over the median\n", r.MaxSlope, 100*r.MaxSpread)
+	if r.Parts != nil {
+		p("%s", r.Parts.text())
+	}
 	if r.Passed() {
 		p("PASS\n")
 	} else {

@@ -36,11 +36,11 @@ func TestFitRSS(t *testing.T) {
 	if math.Abs(f.MinMB-120) > 1e-6 || math.Abs(f.MaxMB-150) > 1e-6 || math.Abs(f.MedianMB-135) > 1e-6 {
 		t.Fatalf("fit %+v, want min 120, median 135, max 150", f)
 	}
-	even := FitRSS([]RSSSample{{0, 1e6}, {1, 3e6}, {2, 2e6}, {3, 10e6}}, 0)
+	even := FitRSS([]RSSSample{{Seconds: 0, Bytes: 1e6}, {Seconds: 1, Bytes: 3e6}, {Seconds: 2, Bytes: 2e6}, {Seconds: 3, Bytes: 10e6}}, 0)
 	if even.MedianMB != 2.5 {
 		t.Fatalf("median of 1, 3, 2, 10 MB: %v, want 2.5", even.MedianMB)
 	}
-	if f := FitRSS([]RSSSample{{0, 5e6}}, 0); f.SlopeMBPerMin != 0 || f.Samples != 1 {
+	if f := FitRSS([]RSSSample{{Seconds: 0, Bytes: 5e6}}, 0); f.SlopeMBPerMin != 0 || f.Samples != 1 {
 		t.Fatalf("one sample: %+v", f)
 	}
 }
@@ -98,6 +98,9 @@ func fakeTSDB(t *testing.T, failQueries bool) (srv *httptest.Server, writes, pro
 		case "/api/v1/query_range":
 			promQ.Add(1)
 			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"1"]]}]}}`)
+		case "/metrics":
+			fmt.Fprint(w, "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1e+08\ngo_memstats_next_gc_bytes 2e+08\n"+
+				"go_memstats_sys_bytes 3e+08\ngo_memstats_heap_released_bytes 5e+07\n")
 		case "/api/query":
 			otsdbQ.Add(1)
 			if failQueries {
@@ -179,8 +182,13 @@ func TestSoakAgainstFake(t *testing.T) {
 	if len(r.RSS) < 8 || r.RSS[0].Seconds > 0.1 || r.RSS[0].Bytes <= 0 || r.Fit.Samples >= len(r.RSS) {
 		t.Fatalf("%d samples, first %+v, %d after the warm-up", len(r.RSS), r.RSS[0], r.Fit.Samples)
 	}
+	// The Go runtime's figures from /metrics, with each RSS sample.
+	if p := r.Parts; p == nil || p.Samples != r.Fit.Samples || p.Parts["go_heap_inuse"].MedianMB != 100 ||
+		p.Parts["go_heap_goal"].MedianMB != 200 || p.Parts["go_runtime_mapped"].MedianMB != 250 {
+		t.Fatalf("memory parts %+v", r.Parts)
+	}
 	var text, js bytes.Buffer
-	if err := r.WriteText(&text); err != nil || !strings.Contains(text.String(), "PASS") {
+	if err := r.WriteText(&text); err != nil || !strings.Contains(text.String(), "PASS") || !strings.Contains(text.String(), "Go heap in use: 100.0 MB") {
 		t.Fatalf("text report (%v):\n%s", err, text.String())
 	}
 	if err := r.WriteJSON(&js); err != nil {
@@ -254,5 +262,36 @@ func TestSoakStopsWhenServerGone(t *testing.T) {
 	}
 	if r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "sampling the server's memory") {
 		t.Fatalf("failures %v", r.Failures)
+	}
+}
+
+func TestParseGauges(t *testing.T) {
+	page := "# HELP a x\n# TYPE a gauge\na 1.5\nb{l=\"x\"} 7\nb 2e+06\nab 9\n"
+	v, ok := parseGauges(strings.NewReader(page), []string{"a", "b"})
+	if !ok || v[0] != 1.5 || v[1] != 2e6 {
+		t.Fatalf("%v %v, want [1.5 2e6] true (labelled series and prefixes ignored)", v, ok)
+	}
+	if _, ok := parseGauges(strings.NewReader(page), []string{"a", "c"}); ok {
+		t.Fatal("a missing series reported found")
+	}
+	if _, ok := parseGauges(strings.NewReader("a x\n"), []string{"a"}); ok {
+		t.Fatal("a bad value accepted")
+	}
+}
+
+func TestFitMemoryParts(t *testing.T) {
+	var s []RSSSample
+	for i := range 10 {
+		// RSS grows 10 MB/min, all of it outside Go; the Go heap is flat.
+		s = append(s, RSSSample{Seconds: float64(60 * i), Bytes: int64(500e6 + 10e6*float64(i)),
+			GoHeapInuse: 100e6, GoNextGC: 200e6, GoMapped: 300e6})
+	}
+	s = append(s, RSSSample{Seconds: 601, Bytes: 1}) // no Go figures: left out
+	p := FitMemoryParts(s, 2*time.Minute)
+	if p == nil || p.Samples != 8 || math.Abs(p.Parts["outside_go"].SlopeMBPerMin-10) > 1e-6 || p.Parts["go_heap_inuse"].SlopeMBPerMin != 0 {
+		t.Fatalf("parts %+v", p)
+	}
+	if FitMemoryParts([]RSSSample{{Seconds: 200, Bytes: 1}}, 0) != nil {
+		t.Fatal("parts fitted from samples without the Go figures")
 	}
 }
