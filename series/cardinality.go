@@ -96,9 +96,9 @@ func (h *Head) headSpan() (chunks, minT, maxT int64) {
 			}
 			for _, c := range s.open {
 				chunks++
-				for _, p := range c.pts { // open chunks are in arrival order
-					minT = min(minT, p.T)
-					maxT = max(maxT, p.T)
+				if lo, hi, ok := c.span(); ok {
+					minT = min(minT, lo)
+					maxT = max(maxT, hi)
 				}
 			}
 			s.mu.Unlock()

@@ -148,7 +148,7 @@ func (h *Head) applyDelete(ls []Labels, start, end int64, seg int) *deleteJob {
 			if c.hour+rowkey.HourMs <= start || c.hour > end {
 				continue
 			}
-			c.pts = cutRange(c.pts, start, end, false)
+			c.pts = cutRange(c.thaw(), start, end, false)
 		}
 		for _, c := range s.pending {
 			if c.hour+rowkey.HourMs <= start || c.hour > end {

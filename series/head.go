@@ -190,7 +190,8 @@ type memSeries struct {
 
 type openChunk struct {
 	hour   int64
-	pts    []chunk.Point
+	pts    []chunk.Point // raw, in arrival order, after the frozen ones
+	fz     frozen        // the older points, encoded (head_frozen.go)
 	minSeg int
 	// late: opened for an hour already past its grace; it seals when full,
 	// at deadline (wall clock, unix ms) or at the bound, and, unless pinned,
@@ -537,6 +538,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 		s.open[i] = oc
 	}
 	oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
+	oc.freeze()
 	overBound := oc.late && h.addLate(oc)
 	if seg < oc.minSeg {
 		oc.minSeg = seg
@@ -545,7 +547,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 		s.maxT = t
 	}
 	var sealed []*sealedChunk
-	if len(oc.pts) >= h.opts.ChunkMaxPoints {
+	if oc.length() >= h.opts.ChunkMaxPoints {
 		sealed = append(sealed, h.sealLocked(s, oc))
 	}
 	graceMs := h.opts.Grace.Milliseconds()
@@ -580,9 +582,9 @@ func (h *Head) sealLocked(s *memSeries, oc *openChunk) *sealedChunk {
 	}
 	h.latePoints.Add(-oc.lateN)
 	if !oc.late {
-		s.lastPts = len(oc.pts)
+		s.lastPts = oc.length()
 	}
-	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.pts), minSeg: oc.minSeg}
+	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.thaw()), minSeg: oc.minSeg}
 	s.pending = append(s.pending, sc)
 	return sc
 }
@@ -635,7 +637,7 @@ func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.P
 		if c.hour+rowkey.HourMs <= start || c.hour > end {
 			continue
 		}
-		want += countRange(c.pts, start, end)
+		want += c.countRange(start, end)
 	}
 	dst = slices.Grow(dst, want)
 	for _, c := range s.pending {
@@ -645,7 +647,7 @@ func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.P
 		if c.hour+rowkey.HourMs <= start || c.hour > end {
 			continue
 		}
-		dst = appendRange(dst, c.pts, start, end)
+		dst = c.appendRange(dst, start, end)
 	}
 	s.mu.Unlock()
 	return append(dst[:n], SortDedup(dst[n:])...)

@@ -15,7 +15,7 @@ func (h *Head) Stats() Stats {
 		for _, s := range sh.m {
 			s.mu.Lock()
 			for _, c := range s.open {
-				st.PointsInHead += len(c.pts)
+				st.PointsInHead += c.length()
 			}
 			for _, c := range s.pending {
 				st.PointsInHead += len(c.pts)

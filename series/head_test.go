@@ -380,3 +380,35 @@ func TestChunksOfOneRowInOneFlush(t *testing.T) {
 	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
 	e.close()
 }
+
+// TestFrozenPointsRewrittenAndDeleted: points of an open chunk that are
+// already frozen (encoded in the head) can be rewritten and deleted, and
+// reads, the store and a restart all see the result.
+func TestFrozenPointsRewrittenAndDeleted(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, func(o *series.Options) { o.Now = func() time.Time { return time.UnixMilli(t0 + 1000) } })
+	l := host(1)
+	var pts []chunk.Point
+	for i := int64(0); i < 200; i++ {
+		e.append(series.Sample{Labels: l, T: t0 + i*10_000, V: chunk.Int(i)})
+		pts = append(pts, chunk.Point{T: t0 + i*10_000, V: chunk.Int(i)})
+	}
+	// A rewrite of a frozen point, the last written winning.
+	e.append(series.Sample{Labels: l, T: t0 + 5*10_000, V: chunk.Float(0.5)})
+	pts[5].V = chunk.Float(0.5)
+	want := map[string][]chunk.Point{l.String(): pts}
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+	// A delete cutting frozen points out of the open chunk.
+	e.delete([]series.Labels{l}, t0+10*10_000, t0+20*10_000)
+	pts = append(pts[:10:10], pts[21:]...)
+	want[l.String()] = pts
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+	if err := e.head.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+	e.close()
+	e = openEnv(t, dir, nil)
+	defer e.close()
+	equalPoints(t, e.read("sys.cpu", t0, t0+rowkey.HourMs), want)
+}

@@ -25,9 +25,9 @@ const FoldSlack = 4
 // seal it (they would seal it at once, a chunk per point). One late by the
 // clock alone (a backfill, in order) still seals once maxT passes it.
 // An in-time chunk starts with room for lastPts points (the series' last
-// chunk's, at most -chunk-max-points): a steady feed then fills it without
-// regrowing it, which made as much garbage as the chunk holds and left it
-// up to twice the points' size.
+// chunk's, at most -chunk-max-points) up to freezeAt, the raw points it
+// gathers before they are frozen (head_frozen.go): a steady feed then
+// fills it without regrowing it.
 func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64, lastPts int) *openChunk {
 	end := hour + rowkey.HourMs + h.opts.Grace.Milliseconds()
 	if end <= max(maxT, now) {
@@ -35,7 +35,7 @@ func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64, lastPts int) *
 		return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 1), late: true,
 			pinned: end <= maxT, deadline: now + h.opts.LateGrace.Milliseconds()}
 	}
-	return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, max(16, min(lastPts, h.opts.ChunkMaxPoints)))}
+	return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, min(freezeAt, max(16, min(lastPts, h.opts.ChunkMaxPoints))))}
 }
 
 // addLate counts a point added to the late chunk oc (under its series'

@@ -1,0 +1,125 @@
+package series
+
+import (
+	"slices"
+
+	"hourglass/chunk"
+)
+
+// freezeAt is how many raw points an open chunk gathers before it encodes
+// them into a frozen block: the head then holds a point in its chunk
+// encoding (about 1-2 bytes for a gauge) instead of as a chunk.Point (24
+// bytes), and only the newest few raw. Smaller blocks keep fewer raw
+// points; larger ones spread each block's header over more points.
+const freezeAt = 32
+
+// frozen is the encoded part of an open chunk: blocks in the chunk format
+// (chunk.Append, base the chunk's hour), each sorted, together strictly
+// increasing and, in arrival order, before every raw point of the chunk.
+type frozen struct {
+	blocks      [][]byte
+	n           int   // points in blocks
+	first, last int64 // their span, when n > 0
+}
+
+// length is the points the open chunk holds, frozen and raw.
+func (oc *openChunk) length() int { return oc.fz.n + len(oc.pts) }
+
+// freeze encodes the raw points into a block when there are freezeAt of
+// them, strictly increasing and after the frozen ones; otherwise (points
+// out of order: late ones, rewrites) they stay raw until the chunk seals.
+// The raw slice is kept for the next points.
+func (oc *openChunk) freeze() {
+	pts := oc.pts
+	if len(pts) < freezeAt || (oc.fz.n > 0 && pts[0].T <= oc.fz.last) {
+		return
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].T <= pts[i-1].T {
+			return
+		}
+	}
+	b, err := chunk.Append(make([]byte, 0, 16+2*len(pts)), oc.hour, pts)
+	if err != nil {
+		return // not encodable (cannot happen for points of the chunk's hour): keep them raw
+	}
+	if oc.fz.n == 0 {
+		oc.fz.first = pts[0].T
+	}
+	oc.fz.blocks = append(oc.fz.blocks, slices.Clip(b))
+	oc.fz.n += len(pts)
+	oc.fz.last = pts[len(pts)-1].T
+	clear(pts)
+	oc.pts = pts[:0]
+}
+
+// appendAll appends every point of the open chunk to dst in arrival order
+// (the frozen ones decoded, then the raw ones).
+func (oc *openChunk) appendAll(dst []chunk.Point) []chunk.Point {
+	for _, b := range oc.fz.blocks {
+		var err error
+		if dst, err = chunk.Decode(dst, b, oc.hour); err != nil {
+			panic("series: a frozen block of an open chunk does not decode: " + err.Error())
+		}
+	}
+	return append(dst, oc.pts...)
+}
+
+// thaw returns every point of the open chunk as raw points (in arrival
+// order) and forgets the frozen blocks: for changes that rewrite them.
+func (oc *openChunk) thaw() []chunk.Point {
+	if oc.fz.n == 0 {
+		return oc.pts
+	}
+	all := oc.appendAll(make([]chunk.Point, 0, oc.length()))
+	oc.fz = frozen{}
+	return all
+}
+
+// countRange is an upper bound of the open chunk's points in [start, end]:
+// exact for the raw ones, all frozen ones if their span meets the range.
+func (oc *openChunk) countRange(start, end int64) int {
+	n := countRange(oc.pts, start, end)
+	if oc.fz.n > 0 && oc.fz.last >= start && oc.fz.first <= end {
+		n += oc.fz.n
+	}
+	return n
+}
+
+// appendRange appends the open chunk's points in [start, end] to dst, in
+// arrival order.
+func (oc *openChunk) appendRange(dst []chunk.Point, start, end int64) []chunk.Point {
+	if oc.fz.n > 0 && oc.fz.last >= start && oc.fz.first <= end {
+		for _, b := range oc.fz.blocks {
+			n := len(dst)
+			var err error
+			if dst, err = chunk.Decode(dst, b, oc.hour); err != nil {
+				panic("series: a frozen block of an open chunk does not decode: " + err.Error())
+			}
+			keep := dst[:n]
+			for _, p := range dst[n:] {
+				if p.T >= start && p.T <= end {
+					keep = append(keep, p)
+				}
+			}
+			dst = keep
+		}
+	}
+	return appendRange(dst, oc.pts, start, end)
+}
+
+// span returns the oldest and newest timestamps of the open chunk, ok
+// false when it is empty.
+func (oc *openChunk) span() (minT, maxT int64, ok bool) {
+	if oc.fz.n > 0 {
+		minT, maxT, ok = oc.fz.first, oc.fz.last, true
+	}
+	for _, p := range oc.pts { // raw points are in arrival order
+		if !ok {
+			minT, maxT, ok = p.T, p.T, true
+			continue
+		}
+		minT, maxT = min(minT, p.T), max(maxT, p.T)
+	}
+	return minT, maxT, ok
+}

@@ -1,0 +1,78 @@
+package series
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+)
+
+// TestOpenChunkFrozen holds an open chunk that freezes as points come to
+// the list of the points appended: appendAll gives them back exactly, in
+// arrival order; appendRange, countRange and span agree with the list;
+// thaw keeps them all. Runs in order, with rewrites, points back in time,
+// ints, floats, NaN and ±Inf.
+func TestOpenChunkFrozen(t *testing.T) {
+	const hour = int64(1_700_000_000_000) - int64(1_700_000_000_000)%rowkey.HourMs
+	rng := rand.New(rand.NewPCG(5, 6))
+	values := []chunk.Value{chunk.Float(math.NaN()), chunk.Float(math.Inf(1)), chunk.Float(math.Inf(-1)), chunk.Float(0.25), chunk.Int(-7)}
+	for run := 0; run < 200; run++ {
+		oc := &openChunk{hour: hour, pts: make([]chunk.Point, 0, freezeAt)}
+		var all []chunk.Point
+		tm := hour + rng.Int64N(1000)
+		n := 1 + rng.IntN(400)
+		disorder := rng.IntN(4) // 0: strictly in order
+		for i := 0; i < n; i++ {
+			tm += 1 + rng.Int64N(20_000)
+			t := min(tm, hour+rowkey.HourMs-1)
+			if disorder > 0 && rng.IntN(50) < disorder {
+				t = hour + rng.Int64N(t-hour+1) // back in time, maybe a rewrite
+			}
+			var v chunk.Value
+			switch rng.IntN(3) {
+			case 0:
+				v = chunk.Float(float64(rng.Int64N(100_000)) / 100)
+			case 1:
+				v = chunk.Int(rng.Int64N(1 << 40))
+			default:
+				v = values[rng.IntN(len(values))]
+			}
+			p := chunk.Point{T: t, V: v}
+			all = append(all, p)
+			oc.pts = append(oc.pts, p)
+			oc.freeze()
+		}
+		if disorder == 0 && n >= 2*freezeAt && oc.fz.n == 0 {
+			t.Fatalf("run %d: %d points in order and nothing frozen", run, n)
+		}
+		if got := oc.appendAll(nil); !slices.Equal(got, all) {
+			t.Fatalf("run %d: appendAll differs from the points appended (%d frozen, %d raw)", run, oc.fz.n, len(oc.pts))
+		}
+		if oc.length() != len(all) {
+			t.Fatalf("run %d: length %d, want %d", run, oc.length(), len(all))
+		}
+		lo, hi, ok := oc.span()
+		if !ok || lo != slices.MinFunc(all, cmpT).T || hi != slices.MaxFunc(all, cmpT).T {
+			t.Fatalf("run %d: span %d..%d %v", run, lo, hi, ok)
+		}
+		for q := 0; q < 5; q++ {
+			start := hour + rng.Int64N(rowkey.HourMs)
+			end := start + rng.Int64N(rowkey.HourMs/2)
+			want := appendRange(nil, all, start, end)
+			if got := oc.appendRange(nil, start, end); !slices.Equal(got, want) {
+				t.Fatalf("run %d: appendRange [%d, %d]: %d points, want %d", run, start, end, len(got), len(want))
+			}
+			if c := oc.countRange(start, end); c < len(want) {
+				t.Fatalf("run %d: countRange [%d, %d] = %d < %d", run, start, end, c, len(want))
+			}
+		}
+		if got := oc.thaw(); !slices.Equal(got, all) || oc.fz.n != 0 {
+			t.Fatalf("run %d: thaw differs from the points appended", run)
+		}
+	}
+}
+
+func cmpT(a, b chunk.Point) int { return int(a.T - b.T) }
