@@ -224,3 +224,58 @@ func TestRollupOptionsValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestWriteRollups: points written from outside are stored at their
+// bucket's start, read back by aggregator, found in the index; an interval
+// not rolled up and a point past its rollup retention are refused.
+func TestWriteRollups(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(t0 + 10*24*rowkey.HourMs)
+	e := openEnv(t, t.TempDir(), func(o *series.Options) {
+		o.Now = func() time.Time { return now }
+		o.Rollup = series.RollupOptions{Intervals: []time.Duration{time.Hour, 10 * time.Minute},
+			Retention: map[time.Duration]time.Duration{10 * time.Minute: 24 * time.Hour}}
+	})
+	defer e.close()
+	l := series.MakeLabels("ext.m", []series.Tag{{Key: "dc", Value: "x"}})
+	samples := []series.RollupSample{
+		{Labels: l, Interval: time.Hour, Agg: rollup.AggSum, T: t0 + 5, V: chunk.Int(42)},
+		{Labels: l, Interval: time.Hour, Agg: rollup.AggMax, T: t0, V: chunk.Float(7.5)},
+		{Labels: l, Interval: time.Hour, Agg: rollup.AggSum, T: t0 + rowkey.HourMs, V: chunk.Float(-1.25)},
+		{Labels: l, Interval: 2 * time.Hour, Agg: rollup.AggSum, T: t0, V: chunk.Int(1)},
+		{Labels: l, Interval: 10 * time.Minute, Agg: rollup.AggSum, T: t0, V: chunk.Int(1)}, // 10 days old, kept 1
+	}
+	errs := make([]error, len(samples))
+	var req series.Request
+	if err := e.head.WriteRollups(ctx, samples, errs, &req); err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if !errors.Is(errs[3], series.ErrNoSuchRollup) || !errors.Is(errs[4], series.ErrOutOfRetention) {
+		t.Fatalf("2h: %v; 10m past its retention: %v", errs[3], errs[4])
+	}
+	entries := e.index.Select("ext.m", nil, false, t0, t0+rowkey.HourMs)
+	if len(entries) != 1 {
+		t.Fatalf("the index selects %d series", len(entries))
+	}
+	var got []chunk.Point
+	err := rollup.ScanExternal(ctx, e.st, e.opts.Layout, rowkey.HourMs, rollup.AggSum, [][]byte{entries[0].TSUID}, t0, t0+2*rowkey.HourMs,
+		func(_ int, at int64, v chunk.Value) bool { got = append(got, chunk.Point{T: at, V: v}); return true })
+	if err != nil || len(got) != 2 || got[0].T != t0 || !got[0].V.Identical(chunk.Int(42)) || got[1].T != t0+rowkey.HourMs || !got[1].V.Identical(chunk.Float(-1.25)) {
+		t.Fatalf("sum points %v, %v", got, err)
+	}
+	// A delete of the first hour takes its points away, whatever aggregator.
+	e.delete([]series.Labels{l}, t0, t0+rowkey.HourMs-1)
+	n := 0
+	for _, agg := range rollup.Aggregators {
+		if err := rollup.ScanExternal(ctx, e.st, e.opts.Layout, rowkey.HourMs, agg, [][]byte{entries[0].TSUID}, t0, t0+2*rowkey.HourMs,
+			func(int, int64, chunk.Value) bool { n++; return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d external points after the delete, want 1", n)
+	}
+}

@@ -99,6 +99,8 @@ type Deps struct {
 	Deleter Deleter
 	Head    Head
 	Meta    *meta.Store // annotations, UID and TS meta
+	// Rollups stores /api/rollup points (handler_rollup.go); nil: none.
+	Rollups Rollups
 	// SaltBuckets is the key layout's, for /api/config.
 	SaltBuckets int
 }
@@ -119,6 +121,7 @@ type core struct {
 	deleter Deleter
 	head    Head
 	meta    *meta.Store
+	rollups Rollups
 	queries *queryLog
 	salts   int
 	planner *query.Planner
@@ -158,7 +161,7 @@ func New(cfg Config, d Deps, host dialect.Host, reg *prometheus.Registry, log *s
 	c := &core{
 		cfg: cfg, host: host, log: log, reg: reg, started: time.Now(),
 		writer: d.Writer, engine: d.Querier, uids: d.UIDs, index: d.Index, deleter: d.Deleter,
-		head: d.Head, meta: d.Meta, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
+		head: d.Head, meta: d.Meta, rollups: d.Rollups, queries: newQueryLog(cfg.QueryLogSize), salts: d.SaltBuckets,
 		planner: &query.Planner{Names: d.UIDs, Index: d.Index, MaxTags: d.Writer.Limits().MaxTags,
 			SkipUnresolvedTagVs: cfg.SkipUnresolvedTagVs, Widths: query.KeyWidths{
 				Metric: d.UIDs.Width(model.KindMetric), TagK: d.UIDs.Width(model.KindTagK), TagV: d.UIDs.Width(model.KindTagV)}},

@@ -53,7 +53,7 @@ func (s *Handler) Routes(r *mux.Router) {
 		{"stats/region_clients", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsRegionClients},
 		{"stats/threads", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsThreads},
 		{"version", []string{http.MethodGet, http.MethodPost}, s.info.handleVersion},
-		{"rollup", nil, s.notImplemented},
+		{"rollup", []string{http.MethodPost}, s.writes.handleRollup},
 		{"histogram", nil, s.notImplemented},
 		{"tree", nil, s.notImplemented},
 		{"tree/{sub}", nil, s.notImplemented},

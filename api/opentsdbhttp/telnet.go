@@ -148,6 +148,12 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 				t.Rejected(RejectPut, cmd, msg)
 				_, _ = bw.WriteString(msg + "\n")
 			}
+		case opentsdb.CmdRollup:
+			commit() // in order with the puts before it
+			if msg := s.writes.telnetRollup(context.Background(), line); msg != "" {
+				t.Rejected(RejectPut, cmd, msg)
+				_, _ = bw.WriteString(msg + "\n")
+			}
 		case "exit":
 			commit()
 			_ = bw.Flush()
@@ -156,7 +162,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			commit()
 			_, _ = bw.WriteString("hourglass " + s.cfg.Version + "\nBuilt with " + goVersion() + "\n")
 		case "help":
-			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put") + "\n")
+			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put", "rollup") + "\n")
 		case "dropcaches":
 			if !t.MayAdmin() {
 				msg := "dropcaches: forbidden: authentication is on and a telnet connection cannot authenticate; it may write, not run admin commands (use HTTP /api/dropcaches with the admin scope)"

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"hourglass/api"
 	"hourglass/api/opentsdbhttp"
 	"hourglass/api/promhttp"
@@ -32,8 +34,21 @@ func apiDeps(head *series.DB, index *series.Index, st store.Store, uids *uid.Tab
 		},
 		OpenTSDB: opentsdbhttp.Deps{
 			Writer: writer, Querier: engine, UIDs: uids, Index: index, Deleter: head, Head: head,
-			Meta: meta.New(st), SaltBuckets: layout.SaltBuckets,
+			Meta: meta.New(st), SaltBuckets: layout.SaltBuckets, Rollups: rollupWriter{head},
 		},
 		Prom: promhttp.Deps{Writer: writer, Querier: engine, Deleter: head, Snapshotter: head, Cardinality: head},
 	}
+}
+
+// rollupWriter hands /api/rollup's points to the engine
+// (series.DB.WriteRollups), one request counting for the series limits.
+type rollupWriter struct{ db *series.DB }
+
+func (r rollupWriter) WriteRollups(ctx context.Context, in []opentsdbhttp.RollupSample, errs []error) error {
+	out := make([]series.RollupSample, len(in))
+	for i, s := range in {
+		out[i] = series.RollupSample{Labels: s.Labels, Interval: s.Interval, Agg: s.Agg, T: s.T, V: s.V}
+	}
+	var req series.Request
+	return r.db.WriteRollups(ctx, out, errs, &req)
 }
