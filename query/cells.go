@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"sync"
 
 	"hourglass/chunk"
 	"hourglass/series"
@@ -32,23 +33,54 @@ type seriesCells struct {
 
 // arena holds copies of cell values; the store's slices are valid only
 // during its callback. It allocates in slabs, so cells are not allocated
-// one by one.
+// one by one: the first small, each twice the last up to arenaSlab, so a
+// short read does not clear a large slab per salt bucket. Full-size slabs
+// come from a pool and go back to it on release, once nothing points into
+// them.
 type arena struct {
 	slab []byte
+	full []*[]byte // pooled slabs handed out
 }
 
-const arenaSlab = 256 << 10
+const (
+	arenaMin  = 4 << 10
+	arenaSlab = 256 << 10
+)
+
+var arenaSlabs = sync.Pool{New: func() any {
+	b := make([]byte, arenaSlab)
+	return &b
+}}
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) > arenaSlab/4 {
 		return append([]byte(nil), b...)
 	}
 	if cap(a.slab)-len(a.slab) < len(b) {
-		a.slab = make([]byte, 0, arenaSlab)
+		size := max(2*cap(a.slab), arenaMin)
+		for size < len(b) {
+			size *= 2
+		}
+		if size >= arenaSlab {
+			p := arenaSlabs.Get().(*[]byte)
+			a.full = append(a.full, p)
+			a.slab = (*p)[:0]
+		} else {
+			a.slab = make([]byte, 0, size)
+		}
 	}
 	n := len(a.slab)
 	a.slab = append(a.slab, b...)
 	return a.slab[n:len(a.slab):len(a.slab)]
+}
+
+// release gives the arena's full-size slabs back to the pool: the caller
+// guarantees that nothing points into them any more.
+func (a *arena) release() {
+	for _, p := range a.full {
+		arenaSlabs.Put(p)
+	}
+	*a = arena{}
 }
 
 // points iterates the points of one series in [start, end] in time order,

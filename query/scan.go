@@ -202,7 +202,8 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		sem <- struct{}{}
 		go func(salt byte, idx []int) {
 			defer func() { <-sem; wg.Done() }()
-			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end)
+			var mem arena
+			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, &mem)
 			mu.Lock()
 			total += n
 			if err == nil && lim.over(total) {
@@ -217,6 +218,12 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 				err = consume(w, idx, scs)
 				w.release()
 				workers.Put(w)
+				// consume has decoded the bucket's series and the caller
+				// reads no cell after a consuming scan.
+				for _, i := range idx {
+					scs[i].cells = nil
+				}
+				mem.release()
 			}
 			if err != nil {
 				mu.Lock()
@@ -253,9 +260,9 @@ func corruptSeries(en *series.Entry, err error) error {
 }
 
 // scanBucket reads the rows of one salt bucket for the series idx of
-// entries into scs, keeping each cell's bytes, and returns the number of
+// entries into scs, keeping each cell's bytes in mem, and returns the number of
 // points in [start, end] they hold.
-func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, scs []seriesCells, start, end int64) (int64, error) {
+func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, scs []seriesCells, start, end int64, mem *arena) (int64, error) {
 	l := e.layout
 	mw := l.MetricWidth
 	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
@@ -302,7 +309,6 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 	var (
 		n       int64
 		it      chunk.Iterator
-		mem     arena
 		tsuid   []byte
 		lastRow []byte
 		cur     = -1
