@@ -352,7 +352,7 @@ func promManyLabels(n int) []prompb.Label {
 	return out
 }
 
-func TestPromWriteV2HistogramsAndExemplarsRejected(t *testing.T) {
+func TestPromWriteV2HistogramsStoredExemplarsRejected(t *testing.T) {
 	ps := newPromServer(t, nil)
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
@@ -364,15 +364,46 @@ func TestPromWriteV2HistogramsAndExemplarsRejected(t *testing.T) {
 	}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
-	if r.code != 400 || !strings.Contains(string(r.body), "native histogram") {
+	if r.code != 400 || !strings.Contains(string(r.body), "exemplars not written") {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	if r.header.Get(promhttp.HeaderSamplesWritten) != "1" || r.header.Get(promhttp.HeaderHistogramsWritten) != "0" || r.header.Get(promhttp.HeaderExemplarsWritten) != "0" {
+	if r.header.Get(promhttp.HeaderSamplesWritten) != "1" || r.header.Get(promhttp.HeaderHistogramsWritten) != "1" || r.header.Get(promhttp.HeaderExemplarsWritten) != "0" {
 		t.Fatalf("written headers %v", r.header)
 	}
 	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
 	if code != 200 || promVector(t, ar)[`{__name__="requests_total"}`] != "5" {
 		t.Fatalf("the float sample must be stored: %s", ar.Data)
+	}
+	code, ar = ps.api("GET", "/api/v1/query", url.Values{"query": {"latency_seconds"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+	if code != 200 || !strings.Contains(string(ar.Data), `"histogram":[`) || !strings.Contains(string(ar.Data), `"count":"2"`) {
+		t.Fatalf("the histogram must be stored and read back: %d %s", code, ar.Data)
+	}
+}
+
+// TestPromWriteHistogramsBoundedKeepFloats: a histogram over the bucket
+// bound is refused alone (400 naming the flag), the float samples and the
+// other histograms of the request are written, and /metrics counts it.
+func TestPromWriteHistogramsBoundedKeepFloats(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxHistogramBuckets = 2 })
+	small := &histogram.Histogram{Count: 3, Sum: 1.5, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1, 1}}
+	big := &histogram.Histogram{Count: 3, Sum: 1.5, PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{1, 0, 0}}
+	r := ps.writeV1(&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		{Labels: []prompb.Label{{Name: "__name__", Value: "lat"}}, Histograms: []prompb.Histogram{prompb.FromIntHistogram(promT0, small), prompb.FromIntHistogram(promT0+1000, big)}},
+		{Labels: []prompb.Label{{Name: "__name__", Value: "up"}}, Samples: []prompb.Sample{{Value: 1, Timestamp: promT0}}},
+	}})
+	if r.code != 400 || !strings.Contains(string(r.body), "prom-write-max-histogram-buckets") {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"up"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+	if code != 200 || promVector(t, ar)[`{__name__="up"}`] != "1" {
+		t.Fatalf("the float sample must be stored: %s", ar.Data)
+	}
+	code, ar = ps.api("GET", "/api/v1/query", url.Values{"query": {"histogram_count(lat)"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
+	if code != 200 || promVector(t, ar)[`{}`] != "3" {
+		t.Fatalf("the histogram within the bound must be stored: %d %s", code, ar.Data)
+	}
+	if m := string(ps.do("GET", "/metrics", nil, nil).body); !strings.Contains(m, `hourglass_remote_write_histograms_refused_total{reason="limit"} 1`) {
+		t.Fatalf("/metrics does not count the refused histogram:\n%s", m)
 	}
 }
 

@@ -29,6 +29,11 @@ type seriesCells struct {
 	cells []cellRef
 	head  []chunk.Point
 	n     int // points in the range: the cells' and the head's, duplicates included
+
+	// Native histograms (histogram.go): the histogram cells of the
+	// series' rows in range, and the head's histogram samples.
+	hist     []cellRef
+	headHist []chunk.HistPoint
 }
 
 // arena holds copies of cell values; the store's slices are valid only

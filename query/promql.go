@@ -168,7 +168,7 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	}
 	n := 0
 	for i := range scs {
-		n += scs[i].n
+		n += scs[i].n + scs[i].histCount() // hook: histogram.go
 	}
 	q.mu.Lock()
 	q.samples += n
@@ -439,6 +439,9 @@ func (s *promSeries) Labels() labels.Labels { return s.lbls }
 // floats, floats bit for bit (staleness markers included, which the PromQL
 // engine then honours).
 func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
+	if s.cells != nil && s.cells.hasHist() { // hook: histogram.go
+		return newPromHistIterator(s)
+	}
 	if s.ot != nil {
 		it, ok := reuse.(*foldIterator[int64])
 		if !ok {

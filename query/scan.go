@@ -182,6 +182,7 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 	}
 	for i := range entries {
 		scs[i].n = len(scs[i].head)
+		e.headHistograms(&scs[i], entries[i].Labels, start, end) // hook: histogram.go
 		total += int64(scs[i].n)
 	}
 	if lim.over(total) {
@@ -333,6 +334,10 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 			cur = i
 		}
 		if cur < 0 {
+			return true
+		}
+		if chunk.IsHistogramChunk(c.Value) { // hook: histogram.go
+			scs[cur].hist = append(scs[cur].hist, cellRef{data: mem.copy(c.Value), hour: hour})
 			return true
 		}
 		if err := it.Reset(c.Value, hour); err != nil {

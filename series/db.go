@@ -134,6 +134,9 @@ func (db *DB) TakeSnapshot(ctx context.Context, dir string, skipHead bool) (Snap
 // the store and the index is persisted.
 func (db *DB) Flush(ctx context.Context) error {
 	db.sealWhere(func(*openChunk) bool { return true })
+	if err := db.Head.flushHistograms(ctx, true); err != nil { // hook: histogram.go
+		return err
+	}
 	return db.flusher.Wait(ctx)
 }
 

@@ -160,6 +160,7 @@ func (h *Head) applyDelete(ls []Labels, start, end int64, seg int) *deleteJob {
 		}
 		s.mu.Unlock()
 	}
+	h.hist.deleteRange(ls, start, end) // hook: histogram.go
 	job := &deleteJob{labels: ls, start: start, end: end, minSeg: seg, done: make(chan struct{})}
 	h.fl.queueDelete(job)
 	return job
@@ -313,6 +314,17 @@ func (d *Deleter) deleteFromStore(ctx context.Context, tsuids [][]byte, start, e
 				qual := append([]byte(nil), c.Qualifier...)
 				if hour >= start && hour+rowkey.HourMs-1 <= end {
 					muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Delete: true})
+					return true
+				}
+				if chunk.IsHistogramChunk(c.Value) { // hook: histogram.go
+					switch nv, del, changed, err := cutHistCell(c.Value, hour, start, end); {
+					case err != nil:
+						d.log.Error("delete: a corrupt histogram cell is left as it is", "row", fmt.Sprintf("%x", c.Row), "err", err)
+					case del:
+						muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Delete: true})
+					case changed:
+						muts = append(muts, store.Mutation{Row: row, Qualifier: qual, Value: nv})
+					}
 					return true
 				}
 				if pts, err = chunk.Decode(pts[:0], c.Value, hour); err != nil {

@@ -158,6 +158,10 @@ type Head struct {
 	latePoints  atomic.Int64
 	lateSealing atomic.Bool
 
+	// hist holds the native histogram samples not yet in the store
+	// (histogram.go).
+	hist histHead
+
 	// walLow is the segment below which the last truncation removed every
 	// segment; only the sweeper uses it.
 	walLow int
@@ -267,6 +271,13 @@ func (h *Head) replay(ctx context.Context) error {
 		},
 		onDelete: func(start, end int64, ls []Labels) error {
 			jobs = append(jobs, h.applyDelete(ls, start, end, seg))
+			return nil
+		},
+		onHist: func(ref uint64, p chunk.HistPoint) error {
+			if s := refs[ref]; s != nil {
+				pts++
+				h.histAdd(s, p, seg, replayNow)
+			}
 			return nil
 		},
 	}

@@ -28,6 +28,7 @@ func (h *Head) sweep() {
 		oldest := h.lowWater()
 		h.sealWhere(func(c *openChunk) bool { return c.minSeg <= oldest })
 	}
+	_ = h.flushHistograms(context.Background(), h.log.Size() > h.opts.WALMaxBytes) // hook: histogram.go; a failure is retried
 	h.truncateWAL()
 	h.forgetIdle(now)
 }
@@ -41,6 +42,7 @@ func (h *Head) lowWater() int {
 	}
 	h.inflightMu.Unlock()
 	low = h.fl.lowWater(low)
+	low = h.hist.lowWater(low) // hook: histogram samples not yet in the store
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()

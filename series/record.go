@@ -76,6 +76,7 @@ type recordDecoder struct {
 	onSeries func(ref uint64, l Labels) error
 	onSample func(s walSample) error
 	onDelete func(start, end int64, ls []Labels) error
+	onHist   func(ref uint64, p chunk.HistPoint) error // histogram.go; nil skips them
 }
 
 // readLabels reads a length-prefixed Labels from rec.
@@ -93,6 +94,12 @@ func (d *recordDecoder) decode(rec []byte) error {
 		typ := rec[0]
 		rec = rec[1:]
 		switch typ {
+		case entryHistograms: // histogram.go
+			rest, err := decodeHistograms(rec, d.onHist)
+			if err != nil {
+				return err
+			}
+			rec = rest
 		case entrySeries:
 			ref, n := binary.Uvarint(rec)
 			if n <= 0 {

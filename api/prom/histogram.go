@@ -163,7 +163,7 @@ func parseHistogram(b []byte, maxBuckets int) (HistogramSample, error) {
 	var f histFields
 	nb := 0 // values of repeated fields so far: the bound is checked as they come
 	over := func() error {
-		return &limitError{fmt.Sprintf("more than %d buckets, spans or custom bounds (-remote-write.max-histogram-buckets)", maxBuckets)}
+		return &limitError{fmt.Sprintf("more than %d buckets, spans or custom bounds (-prom-write-max-histogram-buckets)", maxBuckets)}
 	}
 	for off := 0; off < len(b); {
 		num, typ, next := field(b, off)
@@ -272,7 +272,7 @@ func (f *histFields) packed(num int, b []byte, nb *int, maxBuckets int) error {
 			}
 		}
 		if sp.Length > uint32(maxBuckets) {
-			return &limitError{fmt.Sprintf("a span of %d buckets, more than %d (-remote-write.max-histogram-buckets)", sp.Length, maxBuckets)}
+			return &limitError{fmt.Sprintf("a span of %d buckets, more than %d (-prom-write-max-histogram-buckets)", sp.Length, maxBuckets)}
 		}
 		f.spans[sideOf(num)] = append(f.spans[sideOf(num)], sp)
 		*nb++
@@ -311,7 +311,7 @@ func (f *histFields) build(maxBuckets int) (HistogramSample, error) {
 		nBuckets = len(f.counts[0]) + len(f.counts[1])
 	}
 	if nBuckets > maxBuckets || len(f.spans[0]) > maxBuckets || len(f.spans[1]) > maxBuckets || len(f.custom) > maxBuckets {
-		return HistogramSample{}, &limitError{fmt.Sprintf("%d buckets, more than %d (-remote-write.max-histogram-buckets)", nBuckets, maxBuckets)}
+		return HistogramSample{}, &limitError{fmt.Sprintf("%d buckets, more than %d (-prom-write-max-histogram-buckets)", nBuckets, maxBuckets)}
 	}
 	if f.isFloat {
 		fh := &histogram.FloatHistogram{CounterResetHint: f.hint, Schema: f.schema, ZeroThreshold: f.zt,
@@ -380,7 +380,7 @@ func (s *Series) parseExemplar(ls []Label, b []byte, maxRunes int) ([]Label, Exe
 			if off < 0 {
 				return ls, e, fmt.Errorf("malformed exemplar")
 			}
-			return ls, e, &limitError{fmt.Sprintf("exemplar labels longer than %d characters (-remote-write.max-exemplar-label-length)", maxRunes)}
+			return ls, e, &limitError{fmt.Sprintf("exemplar labels longer than %d characters (Prometheus' exemplar limit)", maxRunes)}
 		}
 	}
 	if s.msg == MessageV2 {
@@ -403,7 +403,7 @@ func (s *Series) parseExemplar(ls []Label, b []byte, maxRunes int) ([]Label, Exe
 		runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value)
 	}
 	if runes > maxRunes {
-		return ls, e, &limitError{fmt.Sprintf("exemplar labels of %d characters, more than %d (-remote-write.max-exemplar-label-length)", runes, maxRunes)}
+		return ls, e, &limitError{fmt.Sprintf("exemplar labels of %d characters, more than %d (Prometheus' exemplar limit)", runes, maxRunes)}
 	}
 	e.Labels = ls
 	return ls, e, nil

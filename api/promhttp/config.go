@@ -61,6 +61,11 @@ type Config struct {
 	// SnapshotWait is how long a snapshot request waits for the one under
 	// way (they are taken one at a time) before 503. Default 1m.
 	SnapshotWait time.Duration
+	// WriteMaxHistogramBuckets bounds the buckets (both signs), spans and
+	// custom bounds of one native histogram sample sent over remote write;
+	// a histogram past it is refused alone. Default 4096, what a histogram
+	// chunk holds (chunk.MaxHistogramBuckets), which is also the most.
+	WriteMaxHistogramBuckets int
 }
 
 // DefaultConfig is the dialect's defaults: the one place they are written.
@@ -80,6 +85,7 @@ func DefaultConfig() Config {
 		StatusTSDBMaxLimit:       10_000,
 		StatusTSDBCacheTTL:       5 * time.Second,
 		SnapshotWait:             time.Minute,
+		WriteMaxHistogramBuckets: 4096,
 	}
 }
 
@@ -101,6 +107,7 @@ func (c *Config) fill() {
 	orDefault(&c.StatusTSDBMaxLimit, d.StatusTSDBMaxLimit)
 	orDefault(&c.StatusTSDBCacheTTL, d.StatusTSDBCacheTTL)
 	orDefault(&c.SnapshotWait, d.SnapshotWait)
+	orDefault(&c.WriteMaxHistogramBuckets, d.WriteMaxHistogramBuckets)
 }
 
 // orDefault sets *v to d when *v is not positive.

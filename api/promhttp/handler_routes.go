@@ -98,6 +98,7 @@ type core struct {
 	snap      *snapshotter
 	tsdb      *tsdbStatus
 	decoders  sync.Pool // *prom.Decoder
+	histM     *histMetrics
 	now       func() time.Time
 }
 
@@ -126,7 +127,8 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 			Help: "Shards of remote write's series cache emptied because they were full (-prom-write-series-cache-entries, -prom-write-series-cache-bytes)."},
 			func() float64 { return float64(cache.Resets()) }))
 	}
-	p.decoders.New = func() any { return &prom.Decoder{Cache: cache} }
+	p.decoders.New = func() any { return &prom.Decoder{Cache: cache, MaxHistogramBuckets: histBuckets(cfg)} }
+	p.histM = newHistMetrics(reg)
 	p.queryable = d.Querier.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
 	var promReg prometheus.Registerer
 	if reg != nil {

@@ -50,19 +50,20 @@ const (
 
 // promWriteOutcome is what a remote-write request did.
 type promWriteOutcome struct {
-	msg      prom.Message
-	written  int64 // samples stored
-	rejected int64 // samples, histograms and exemplars not stored for what they are
-	received int64 // samples, histograms and exemplars in the request
-	first    error // the first invalid series or sample
-	storeErr error // the storage failed: 5xx
+	msg         prom.Message
+	written     int64 // samples stored
+	histWritten int64 // native histogram samples stored
+	rejected    int64 // samples, histograms and exemplars not stored for what they are
+	received    int64 // samples, histograms and exemplars in the request
+	first       error // the first invalid series or sample
+	storeErr    error // the storage failed: 5xx
 }
 
 func (p *remote) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int, msg string) {
 	if o.msg == prom.MessageV2 {
 		h := w.Header()
 		h.Set(HeaderSamplesWritten, strconv.FormatInt(o.written, 10))
-		h.Set(HeaderHistogramsWritten, "0")
+		h.Set(HeaderHistogramsWritten, strconv.FormatInt(o.histWritten, 10))
 		h.Set(HeaderExemplarsWritten, "0")
 	}
 	if code == http.StatusNoContent {
@@ -167,6 +168,7 @@ type promWriteState struct {
 	o     *promWriteOutcome
 	ctx   context.Context
 	batch *ingest.Batch
+	hb    *ingest.HistBatch // native histograms (handler_write_hist.go)
 	tags  []model.Tag
 }
 
@@ -177,6 +179,9 @@ func (p *remote) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
 	err := dec.Decode(o.msg, raw, ws.series, ws.metadata)
 	if err == nil {
 		err = ws.commit()
+	}
+	if err == nil {
+		err = ws.commitHist()
 	}
 	if err != nil && o.storeErr == nil {
 		o.storeErr = err
@@ -196,10 +201,6 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if s.Err != nil {
 		ws.reject(s.NumSamples+s.Histograms+s.Exemplars, s.Err)
 		return nil
-	}
-	if s.Histograms > 0 {
-		ws.reject(s.Histograms, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: fmt.Sprintf(
-			"%d native histogram samples not written: this receiver stores float samples only (send classic histograms)", s.Histograms)})
 	}
 	if s.Exemplars > 0 {
 		ws.reject(s.Exemplars, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: fmt.Sprintf(
@@ -252,6 +253,9 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	}
 	if bad != nil {
 		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: bad.Error()})
+	}
+	if s.Histograms > 0 { // hook: handler_write_hist.go
+		return ws.histograms(s, known)
 	}
 	return nil
 }

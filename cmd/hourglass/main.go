@@ -93,6 +93,7 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.API.AllowDelete, "allow-delete", cfg.API.AllowDelete, "let /api/query with \"delete\":true (or the DELETE verb) and /api/v1/admin/tsdb/delete_series delete the points they match, and /api/v1/admin/tsdb/snapshot take snapshots (Prometheus' admin API)")
 	fs.BoolVar(&cfg.API.SkipUnresolvedTagVs, "skip-unresolved-tagvs", cfg.API.SkipUnresolvedTagVs, "a literal_or filter value that names no tag value matches nothing instead of failing the query")
 	fs.Int64Var(&cfg.API.Prom.WriteMaxDecodedBytes, "prom-write-max-decoded-bytes", cfg.API.Prom.WriteMaxDecodedBytes, "bytes of a remote-write body once decompressed (413 past it)")
+	fs.IntVar(&cfg.API.Prom.WriteMaxHistogramBuckets, "prom-write-max-histogram-buckets", cfg.API.Prom.WriteMaxHistogramBuckets, "buckets, spans and custom bounds of one native histogram over remote write (at most 4096); a larger one is refused alone")
 	fs.Int64Var(&cfg.API.Prom.WriteMaxInflightBytes, "prom-write-max-inflight-bytes", cfg.API.Prom.WriteMaxInflightBytes, "bytes of the remote-write requests handled at once, past which requests get 429 and Retry-After")
 	fs.IntVar(&cfg.API.Prom.WriteMaxInflightRequests, "prom-write-max-inflight-requests", cfg.API.Prom.WriteMaxInflightRequests, "remote-write requests handled at once, past which requests get 429 and Retry-After")
 	fs.DurationVar(&cfg.API.Prom.RetryAfter, "prom-write-retry-after", cfg.API.Prom.RetryAfter, "Retry-After of a remote-write request shed with 429")
