@@ -20,7 +20,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 		served: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_peer_served_total",
 			Help: "Peer protocol requests this node answered, by operation."}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_peer_refused_total",
-			Help: "Peer protocol requests this node refused, by operation and reason (malformed, too_large, failed)."}, []string{"op", "reason"}),
+			Help: "Peer protocol requests this node refused, by operation and reason (malformed, too_large, busy, failed)."}, []string{"op", "reason"}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hourglass_peer_fanout_seconds",
 			Help:    "Time a query waited for its peers' heads.",
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}}),

@@ -44,6 +44,9 @@ type Options struct {
 	// whole); MaxBodyBytes bounds a peer request's or reply's body.
 	MaxReplyPoints int
 	MaxBodyBytes   int64
+	// MaxConcurrent bounds the snapshot requests this node serves at once;
+	// more wait, as long as their caller's timeout lets them.
+	MaxConcurrent int
 	// BearerToken authenticates this node to its peers (an admin token of
 	// their auth configuration); empty sends none.
 	BearerToken string
@@ -57,7 +60,8 @@ type Options struct {
 // DefaultOptions returns the defaults of Options.
 func DefaultOptions() Options {
 	return Options{Scheme: "http", Heartbeat: time.Second, Expiry: 5 * time.Second, Forget: 24 * time.Hour,
-		Timeout: 2 * time.Second, DeleteTimeout: 30 * time.Second, MaxReplyPoints: 10_000_000, MaxBodyBytes: 256 << 20}
+		Timeout: 2 * time.Second, DeleteTimeout: 30 * time.Second, MaxReplyPoints: 5_000_000, MaxBodyBytes: 256 << 20,
+		MaxConcurrent: 8}
 }
 
 func (o *Options) fill() {
@@ -76,6 +80,9 @@ func (o *Options) fill() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = d.MaxConcurrent
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -105,6 +112,7 @@ type Node struct {
 	genRead bool
 	lastSeq int64
 
+	sem  chan struct{} // snapshot requests being served
 	stop chan struct{}
 	done chan struct{}
 }
@@ -117,7 +125,8 @@ func New(st store.Store, local Local, invalidate func(), opts Options) *Node {
 	tr.TLSClientConfig = opts.TLS
 	tr.MaxIdleConnsPerHost = 16
 	n := &Node{opts: opts, st: st, local: local, invalidate: invalidate, log: opts.Logger,
-		client: &http.Client{Transport: tr}, started: opts.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+		client: &http.Client{Transport: tr}, started: opts.Now(), sem: make(chan struct{}, opts.MaxConcurrent),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	n.m = newMetrics(opts.Registerer, n)
 	return n
 }

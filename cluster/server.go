@@ -52,6 +52,14 @@ func (n *Node) refuse(w http.ResponseWriter, op, reason string, code int, msg st
 }
 
 func (n *Node) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	select {
+	case n.sem <- struct{}{}:
+		defer func() { <-n.sem }()
+	case <-r.Context().Done():
+		n.refuse(w, "snapshot", "busy", http.StatusServiceUnavailable,
+			fmt.Sprintf("-peer.max-concurrent (%d) snapshot requests were being served", n.opts.MaxConcurrent))
+		return
+	}
 	b, ok := n.readBody(w, r, "snapshot")
 	if !ok {
 		return

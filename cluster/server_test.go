@@ -55,3 +55,22 @@ func TestMiddlewareWarningHeader(t *testing.T) {
 		t.Fatalf("a context without a gatherer: %q", got)
 	}
 }
+
+func TestHandlerBusy(t *testing.T) {
+	n := New(nil, &fakeHead{}, nil, Options{WriterID: 1, MaxConcurrent: 1, Registerer: prometheus.NewRegistry()})
+	n.sem <- struct{}{} // one request being served: the bound
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // its caller's timeout has passed
+	req := httptest.NewRequest("POST", PathSnapshot, bytes.NewReader(AppendSnapshotRequest(nil, &SnapshotRequest{}))).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	n.Handler().ServeHTTP(rec, req)
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "-peer.max-concurrent") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	<-n.sem
+	rec = httptest.NewRecorder()
+	n.Handler().ServeHTTP(rec, httptest.NewRequest("POST", PathSnapshot, bytes.NewReader(AppendSnapshotRequest(nil, &SnapshotRequest{}))))
+	if rec.Code != 200 {
+		t.Fatalf("with room: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -17,6 +17,7 @@ func peerFlags(fs *flag.FlagSet, c *app.PeerConfig) {
 	fs.DurationVar(&c.DeleteTimeout, "peer.delete-timeout", c.DeleteTimeout, "time a delete waits for a peer to confirm before queueing it for that peer (with a warning)")
 	fs.IntVar(&c.MaxReplyPoints, "peer.max-reply-points", c.MaxReplyPoints, "points one peer may send for one query (-query-max-points also bounds them)")
 	fs.Int64Var(&c.MaxBodyBytes, "peer.max-body-bytes", c.MaxBodyBytes, "bytes of a peer protocol request or reply")
+	fs.IntVar(&c.MaxConcurrent, "peer.max-concurrent", c.MaxConcurrent, "snapshot requests of peers this node serves at once; more wait within their -peer.timeout, then 503")
 	fs.StringVar(&c.BearerTokenFile, "peer.bearer-token-file", c.BearerTokenFile, "file holding a bearer token with the admin scope, sent to peers when authentication is on")
 	fs.StringVar(&c.CAFile, "peer.ca-file", c.CAFile, "PEM roots to verify https peers (default: the system's)")
 }

@@ -36,6 +36,7 @@ type PeerConfig struct {
 	DeleteTimeout   time.Duration
 	MaxReplyPoints  int
 	MaxBodyBytes    int64
+	MaxConcurrent   int
 	BearerTokenFile string // an admin bearer token of the peers' auth configuration
 	CAFile          string // roots for https peers; empty: the system's
 }
@@ -44,7 +45,8 @@ type PeerConfig struct {
 func DefaultPeerConfig() PeerConfig {
 	d := cluster.DefaultOptions()
 	return PeerConfig{Heartbeat: d.Heartbeat, Expiry: d.Expiry, Forget: d.Forget, Timeout: d.Timeout,
-		DeleteTimeout: d.DeleteTimeout, MaxReplyPoints: d.MaxReplyPoints, MaxBodyBytes: d.MaxBodyBytes}
+		DeleteTimeout: d.DeleteTimeout, MaxReplyPoints: d.MaxReplyPoints, MaxBodyBytes: d.MaxBodyBytes,
+		MaxConcurrent: d.MaxConcurrent}
 }
 
 // newNode builds the cluster node of a Bigtable node and applies the
@@ -55,7 +57,7 @@ func newNode(ctx context.Context, cfg Config, st store.Store, db *series.DB, uid
 	p := cfg.Peer
 	opts := cluster.Options{WriterID: cfg.WriterID, Scheme: "http", Heartbeat: p.Heartbeat, Expiry: p.Expiry,
 		Forget: p.Forget, Timeout: p.Timeout, DeleteTimeout: p.DeleteTimeout, MaxReplyPoints: p.MaxReplyPoints,
-		MaxBodyBytes: p.MaxBodyBytes, Logger: log.With("component", "cluster"), Registerer: reg}
+		MaxBodyBytes: p.MaxBodyBytes, MaxConcurrent: p.MaxConcurrent, Logger: log.With("component", "cluster"), Registerer: reg}
 	if tlsOn {
 		opts.Scheme = "https"
 	}
