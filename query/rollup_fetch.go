@@ -43,6 +43,7 @@ type rollupSeries struct {
 	acc     bucketAcc
 	cur     int64 // the downsample bucket acc holds; valid when acc.exists
 	count   int   // points the buckets stand for (a bucket of markers only counts 1)
+	nb      int64 // buckets read
 	inexact bool
 }
 
@@ -109,7 +110,7 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 			break
 		}
 		for i := range st {
-			st[i] = rollupSeries{u: st[i].u}
+			st[i] = rollupSeries{u: st[i].u} // the next interval starts afresh
 		}
 	}
 	// No rollup data: OpenTSDB's fallback to the raw table.
@@ -130,17 +131,24 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 	}
 	lim := e.rawLimit()
 	lim.why = "rollup buckets read"
-	var read, any atomic.Int64
+	// The buckets read are counted against the limit in batches: a shared
+	// counter per bucket is contended across the salt buckets' goroutines.
+	const batch = 64
+	var read atomic.Int64
 	err := e.ru.reader.ReadBuckets(ctx, entries, iv, a, hi, func(i int, b *rollup.Bucket) error {
 		s := &st[i]
 		if b.Start < a || b.Start >= s.u {
 			return nil
 		}
-		if n := read.Add(1); lim.over(n) {
-			return e.exceeded(lim.err(n))
+		if s.nb++; s.nb%batch == 0 {
+			if n := read.Add(batch); lim.over(n) {
+				return e.exceeded(lim.err(n))
+			}
 		}
-		any.Store(1)
 		if bs := floorTo(b.Start, d); !s.acc.exists || bs != s.cur {
+			if s.pts == nil {
+				s.pts = make([]chunk.Point, 0, min((s.u-bs)/d+1, 1<<16))
+			}
 			s.flush(agg)
 			s.cur = bs
 		}
@@ -151,13 +159,20 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 	if err != nil {
 		return false, err
 	}
+	var n int64
+	any := false
 	for i := range st {
 		st[i].flush(agg)
+		n += st[i].nb
+		any = any || st[i].nb > 0
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
 	}
-	return any.Load() > 0, nil
+	if lim.over(n) {
+		return false, e.exceeded(lim.err(n))
+	}
+	return any, nil
 }
 
 // joinRollups completes the series of st with their raw parts and returns

@@ -266,10 +266,18 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 	}
 	n := 0
 	if iv > 0 {
-		var bs = make([][]rollup.Bucket, len(entries))
+		perBucket := int64(1)
+		if kind == "counter" || kind == "gauge" {
+			perBucket = 2
+		}
+		for i := range out {
+			out[i].pts = make([]chunk.Point, 0, min(max(us[i]-from, 0)/iv*perBucket+1, 1<<16))
+		}
+		// Buckets become samples as they are read (a series' buckets come
+		// in order, never two of one series at once).
 		err := q.e.ru.reader.ReadBuckets(ctx, entries, iv, from, end+1, func(i int, b *rollup.Bucket) error {
 			if b.Start < us[i] {
-				bs[i] = append(bs[i], *b)
+				out[i].addBucket(b)
 			}
 			return nil
 		})
@@ -277,7 +285,6 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 			return nil, err
 		}
 		for i := range out {
-			out[i].addBuckets(bs[i])
 			n += len(out[i].pts)
 		}
 	}
@@ -336,15 +343,14 @@ func (s *rollupPromSeries) add(t int64, v float64) {
 	s.pts = append(s.pts, chunk.Point{T: t, V: chunk.Float(v)})
 }
 
-// addBuckets adds the samples of bs, in time order.
-func (s *rollupPromSeries) addBuckets(bs []rollup.Bucket) {
-	for k := range bs {
-		b := &bs[k]
+// addBucket adds the samples of the next bucket b, in time order.
+func (s *rollupPromSeries) addBucket(b *rollup.Bucket) {
+	{
 		if b.N() == 0 {
 			if s.kind == "count" && b.Count > 0 {
 				s.add(b.Start, float64(b.Count)) // NaNs only: no LastT
 			}
-			continue
+			return
 		}
 		switch s.kind {
 		case "max":

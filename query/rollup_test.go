@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -308,6 +309,29 @@ func TestRollupExternal(t *testing.T) {
 			if p.V.Float() != w[p.T] {
 				t.Errorf("%s at %d: %v, want %v", name, p.T, p.V.Float(), w[p.T])
 			}
+		}
+	}
+}
+
+// TestRollupLimit: the buckets read count against -query-max-points.
+func TestRollupLimit(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 5)
+	mem := newMemRollups(t, env, 600_000)
+	spec, _ := downsample.ParseSpec("1h-max")
+	req := Request{Selector: Selector{Metric: "m", Start: env.first, End: env.first + 4*3_600_000 - 1}, Downsample: &spec}
+	for _, c := range []struct {
+		max  int
+		fail bool
+	}{{100, true}, {1_000_000, false}} {
+		eng := NewEngine(env.head.Head, env.eng.index, env.st, env.layout, Limits{MaxPoints: c.max})
+		eng.SetRollups(mem, nil)
+		ss, err := eng.Fetch(ctx, req)
+		if c.fail != errors.Is(err, ErrLimit) {
+			t.Fatalf("limit %d: %v", c.max, err)
+		}
+		if !c.fail && (len(ss) == 0 || ss[0].FromRollup == 0) {
+			t.Fatalf("limit %d: %+v", c.max, ss)
 		}
 	}
 }

@@ -28,6 +28,7 @@ type subResult struct {
 	fill    downsample.FillPolicy
 	notes   [][]opentsdb.Annotation // per result, when annotations are on
 	stats   subStats
+	rollup  int64 // the rollup interval (ms) its series were read from; 0 raw
 }
 
 // subStats are one sub-query's figures, in OpenTSDB's names (ms as floats).
@@ -196,6 +197,7 @@ func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq 
 	sb.stats.series = len(ss)
 	for _, x := range ss {
 		sb.stats.rawDPs += int64(x.RawPoints)
+		sb.rollup = max(sb.rollup, x.FromRollup)
 	}
 	if req.Delete {
 		// The reply shows what was deleted, as OpenTSDB's does; only
@@ -231,6 +233,7 @@ func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq 
 func (s *reads) writeQueryReply(ctx context.Context, w http.ResponseWriter, req *opentsdb.QueryRequest, subs []subResult,
 	globals []opentsdb.Annotation, start, end int64, began time.Time) ([]byte, error) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	setRollupHeader(w, subs)
 	w.WriteHeader(http.StatusOK)
 	buf := dialect.GetBuf()
 	defer dialect.PutBuf(buf)

@@ -13,14 +13,18 @@ export class APIError extends Error {
   }
 }
 
+// api fetches path and returns its JSON body. opts.seen, when given, gets
+// the answer's response headers (the rollup an /api/query was read from).
 export async function api(path, opts = {}) {
+  const { seen, ...fetchOpts } = opts;
   let resp;
   try {
-    resp = await fetch(path, { ...opts, headers: { Accept: 'application/json', ...(opts.headers || {}) } });
+    resp = await fetch(path, { ...fetchOpts, headers: { Accept: 'application/json', ...(opts.headers || {}) } });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new APIError(0, null, `Could not reach hourglass at ${location.host}: is the server running?`);
   }
+  if (seen) seen.headers = resp.headers;
   const text = await resp.text();
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }

@@ -18,7 +18,7 @@ import {
   setView, addFilterRow, currentMetric, loadLists, retypeFilters,
 } from './controls.js';
 import { APIError, api, suggest, tagKeys } from './api.js';
-import { queryTSDB, queryProm } from './query.js';
+import { queryTSDB, queryProm, LONG_RANGE } from './query.js';
 import { clearErrors, showError, explain, validate, quote } from './errors.js';
 import { forgetRows, renderTable, csvText, jsonText, download } from './table.js';
 import { pollStatus } from './status.js';
@@ -89,6 +89,7 @@ function clearResult() {
   $('legend').replaceChildren();
   renderTable();
   $('dl-csv').disabled = $('dl-json').disabled = true;
+  $('rollup-note').hidden = true;
 }
 
 function showResult(r) {
@@ -120,6 +121,21 @@ function showResult(r) {
   } else {
     $('message').textContent = `${formatCount(r.series.length)} series, ${formatCount(points)} points · ${span} · ${Math.round(r.took)} ms`;
   }
+  showRollupNote(r);
+}
+
+// showRollupNote says beside the chart whether the answer came from
+// rollups (docs/rollups.md), and which downsample the page picked for a
+// long range when none was set.
+function showRollupNote(r) {
+  const note = $('rollup-note');
+  let text = '';
+  if (r.rollup) text = `from ${r.rollup} rollups`;
+  else if (r.end - r.start >= LONG_RANGE && r.series.length) text = 'from raw points';
+  if (text && r.picked) text += ` (downsample ${r.picked} picked for the long range)`;
+  note.textContent = text;
+  note.hidden = !text;
+  note.dataset.rollup = r.rollup || '';
 }
 
 // ---- legend ----

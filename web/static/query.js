@@ -18,10 +18,33 @@ function autoStep(start, end) {
   return Math.max(niceStepMs((end - start) / px), niceStepMs((end - start) / 11000));
 }
 
+// Rollups (docs/rollups.md): over a range of LONG_RANGE or more the page
+// downsamples even when no interval is set, and its automatic interval
+// (or PromQL step) is whole hours, at least one: a multiple of the 1h
+// rollups (the default -rollup.intervals), so the server answers from
+// them (168 points a series over 7 days, 720 over 30). The answer says
+// whether it did (the X-Hourglass-Rollup header, PromQL's infos).
+export const LONG_RANGE = 7 * 86400e3;
+const HOUR = 3600e3;
+
+function rollupStep(ms) { return Math.max(HOUR, Math.ceil(ms / HOUR) * HOUR); }
+
+function rollupInfo(infos) {
+  for (const s of infos || []) {
+    const m = /read from (\S+) rollups/.exec(s);
+    if (m) return m[1];
+  }
+  return '';
+}
+
 export async function queryTSDB(start, end, signal) {
   const q = { aggregator: state.agg, metric: state.metric };
-  if (state.ds) {
-    const iv = state.ds === 'auto' ? formatDuration(autoStep(start, end)) : state.ds;
+  const long = end - start >= LONG_RANGE;
+  const picked = !state.ds && long;
+  const ds = picked ? 'auto' : state.ds;
+  if (ds) {
+    const auto = long ? rollupStep(autoStep(start, end)) : autoStep(start, end);
+    const iv = ds === 'auto' ? formatDuration(auto) : ds;
     q.downsample = `${iv}-${state.dsFn}` + (state.dsFill !== 'none' ? `-${state.dsFill}` : '');
   }
   if (state.rate) {
@@ -36,9 +59,11 @@ export async function queryTSDB(start, end, signal) {
   for (const k of state.groupBy) filters.push({ type: 'wildcard', tagk: k, filter: '*', groupBy: true });
   if (filters.length) q.filters = filters;
   const body = { start, end, msResolution: true, queries: [q] };
+  const seen = {};
   const r = await api('/api/query?arrays', {
-    method: 'POST', body: JSON.stringify(body), signal, headers: { 'Content-Type': 'application/json' },
+    method: 'POST', body: JSON.stringify(body), signal, headers: { 'Content-Type': 'application/json' }, seen,
   });
+  const rollup = (seen.headers && seen.headers.get('X-Hourglass-Rollup')) || '';
   const series = (Array.isArray(r) ? r : []).map(x => {
     const dps = x.dps || [];
     const t = new Float64Array(dps.length), v = new Float64Array(dps.length);
@@ -47,14 +72,17 @@ export async function queryTSDB(start, end, signal) {
     const label = keys.length ? keys.map(k => `${k}=${x.tags[k]}`).join(', ') : x.metric;
     return { label, metric: x.metric, tags: x.tags || {}, aggregateTags: x.aggregateTags || [], t, v };
   });
-  return { series, request: body };
+  return { series, request: body, rollup, picked: picked ? q.downsample : '' };
 }
 
 export async function queryProm(start, end, signal) {
-  const step = state.step ? parseDuration(state.step) : autoStep(start, end);
+  const long = end - start >= LONG_RANGE;
+  const step = state.step ? parseDuration(state.step) : (long ? rollupStep(autoStep(start, end)) : autoStep(start, end));
   const p = new URLSearchParams({
     query: state.expr, start: (start / 1000).toFixed(3), end: (end / 1000).toFixed(3), step: (step / 1000).toString(),
   });
+  // Selectors whose range and the step are an hour or more read rollups.
+  if (long && step >= HOUR) p.set('max_source_resolution', formatDuration(step));
   const r = await api('/api/v1/query_range?' + p.toString(), { signal });
   const data = r && r.data ? r.data : { result: [] };
   let res = data.result || [];
@@ -71,5 +99,7 @@ export async function queryProm(start, end, signal) {
     delete tags.__name__;
     return { label, metric: m.__name__ || '', tags, aggregateTags: [], t, v, gap: step * 1.5 };
   });
-  return { series, request: { query: state.expr, start, end, step } };
+  const req = { query: state.expr, start, end, step };
+  if (p.has('max_source_resolution')) req.max_source_resolution = p.get('max_source_resolution');
+  return { series, request: req, rollup: rollupInfo(r && r.infos), picked: '' };
 }
