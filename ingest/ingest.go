@@ -150,11 +150,17 @@ func (b *Batch) Add(metric string, tags []series.Tag, t int64, v chunk.Value) er
 // timestamp is checked. A dialect that remembers its series uses it to look
 // a series up once per point, not twice.
 func (b *Batch) AddLabels(l series.Labels, t int64, v chunk.Value) error {
+	return b.AddHinted(l, nil, t, v)
+}
+
+// AddHinted is AddLabels with a series.Hint the caller keeps for the series
+// l: its points then skip the head's lookup of l.
+func (b *Batch) AddHinted(l series.Labels, hint *series.Hint, t int64, v chunk.Value) error {
 	i, err := b.next(t)
 	if err != nil {
 		return err
 	}
-	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v})
+	b.samples = append(b.samples, series.Sample{Labels: l, T: t, V: v, Hint: hint})
 	b.pos = append(b.pos, i)
 	return nil
 }

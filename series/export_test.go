@@ -58,3 +58,14 @@ func (db *DB) SealAllWeak() []weak.Pointer[chunk.Point] {
 	})
 	return ws
 }
+
+// ForgetIdle runs the sweeper's forgetting of idle series as of now (unix ms).
+func (h *Head) ForgetIdle(now int64) { h.forgetIdle(now) }
+
+// HintedRef returns the ref of the series the hint holds for h, 0 if none.
+func (x *Hint) HintedRef(h *Head, l Labels) uint64 {
+	if s := x.series(h, l); s != nil {
+		return s.ref
+	}
+	return 0
+}

@@ -235,6 +235,9 @@ type Sample struct {
 	Labels Labels
 	T      int64
 	V      chunk.Value
+	// Hint, if set, remembers the head series of Labels across requests
+	// (hint.go); the append reads and updates it.
+	Hint *Hint
 }
 
 // ErrClosed is returned by appends after Close; it is in the class
@@ -420,7 +423,14 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, samples[i].T, cutoff)
 			continue
 		}
-		s, err := h.getOrCreateLimited(ctx, samples[i].Labels, req)
+		s := samples[i].Hint.series(h, samples[i].Labels)
+		var err error
+		if s == nil {
+			s, err = h.getOrCreateLimited(ctx, samples[i].Labels, req)
+			if err == nil {
+				samples[i].Hint.remember(h, s)
+			}
+		}
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {
 				// Hook: a new name could not be given a UID because the
@@ -485,6 +495,8 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 			var err error
 			if s, err = h.getOrCreate(ctx, samples[i].Labels); err != nil {
 				errs[i] = err
+			} else {
+				samples[i].Hint.remember(h, s)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"hourglass/internal/quote"
 	"hourglass/model"
 	"hourglass/query"
+	"hourglass/series"
 )
 
 // Remote write (POST /api/v1/write), as the Remote-Write 1.0 and 2.0
@@ -212,8 +213,8 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	// A series the decoder remembers carries the Labels of its last
 	// accepted point (SetRef): its points need no checks but the
 	// timestamp's, and no name built again.
-	known, _ := s.Ref().(model.Labels)
-	if known == "" {
+	known, _ := s.Ref().(*promKnown)
+	if known == nil {
 		ws.tags = ws.tags[:0]
 		for _, l := range s.Labels {
 			// An empty value is an absent label in Prometheus.
@@ -230,12 +231,12 @@ func (ws *promWriteState) series(s *prom.Series) error {
 		case t < 0 || t > query.MaxPromTimestamp:
 			err = fmt.Errorf("%w: timestamp %d ms is outside the range this store holds, 0 to %d", ingest.ErrInvalid, t, query.MaxPromTimestamp)
 			ws.batch.Reject(err)
-		case known != "":
-			err = ws.batch.AddLabels(known, t, chunk.FloatBits(math.Float64bits(v)))
+		case known != nil:
+			err = ws.batch.AddHinted(known.labels, &known.hint, t, chunk.FloatBits(math.Float64bits(v)))
 		default:
 			err = ws.batch.Add(s.Metric, ws.tags, t, chunk.FloatBits(math.Float64bits(v)))
 			if err == nil {
-				known = ws.batch.LastLabels()
+				known = &promKnown{labels: ws.batch.LastLabels()}
 				s.SetRef(known)
 			}
 		}
@@ -255,12 +256,24 @@ func (ws *promWriteState) series(s *prom.Series) error {
 		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: bad.Error()})
 	}
 	if s.Histograms > 0 { // hook: handler_write_hist.go
-		return ws.histograms(s, known)
+		var kl model.Labels
+		if known != nil {
+			kl = known.labels
+		}
+		return ws.histograms(s, kl)
 	}
 	return nil
 }
 
 func promRenderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
+
+// promKnown is what a series the decoder remembers carries (Series.SetRef):
+// the Labels of its last accepted point, and the head's hint for them, so
+// that its next points skip both the checks and the head's lookup.
+type promKnown struct {
+	labels model.Labels
+	hint   series.Hint
+}
 
 func (ws *promWriteState) metadata(m *prom.Metadata) error {
 	if m.Metric != "" {
