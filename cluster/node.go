@@ -112,6 +112,10 @@ type Node struct {
 	genRead bool
 	lastSeq int64
 
+	// beats, headPoints and headAt belong to the heartbeat (Start, loop).
+	beats              int
+	headPoints, headAt int64
+
 	sem  chan struct{} // snapshot requests being served
 	stop chan struct{}
 	done chan struct{}
@@ -206,14 +210,22 @@ func (n *Node) view() (live, down []Peer) {
 // first.
 func (n *Node) Peers() (live, down []Peer) { return n.view() }
 
+// unseen says what a reply without peer p's head misses.
+func unseen(p Peer) string {
+	s := "the points it acknowledged and has not written to Bigtable yet are missing (at most its last hour and the seal grace"
+	if p.HeadAt > 0 {
+		s += fmt.Sprintf("; %d points at %s", p.HeadPoints, time.UnixMilli(p.HeadAt).UTC().Format(time.RFC3339))
+	}
+	return s + ")"
+}
+
 func downWarning(p Peer) string {
-	return fmt.Sprintf("node %d (%s) has sent no heartbeat since %s: the points it acknowledged and has not written to Bigtable yet (at most its last hour and the seal grace) are missing",
-		p.Writer, p.URL, time.UnixMilli(p.Heartbeat).UTC().Format(time.RFC3339))
+	return fmt.Sprintf("node %d (%s) has sent no heartbeat since %s: %s",
+		p.Writer, p.URL, time.UnixMilli(p.Heartbeat).UTC().Format(time.RFC3339), unseen(p))
 }
 
 func failWarning(p Peer, err error) string {
-	return fmt.Sprintf("node %d (%s) did not answer (%v): the points it acknowledged and has not written to Bigtable yet are missing",
-		p.Writer, p.URL, err)
+	return fmt.Sprintf("node %d (%s) did not answer (%v): %s", p.Writer, p.URL, err, unseen(p))
 }
 
 // call posts body to a peer's path and returns the reply's body, at most

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/model"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/store/pebble"
@@ -34,6 +35,16 @@ func (h *fakeHead) Snapshot(l series.Labels, start, end int64, dst []chunk.Point
 		}
 	}
 	return dst
+}
+
+func (h *fakeHead) Stats() model.Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var st model.Stats
+	for _, pts := range h.pts {
+		st.PointsInHead += len(pts)
+	}
+	return st
 }
 
 func (h *fakeHead) Delete(_ context.Context, ls []series.Labels, start, end int64) error {
@@ -135,7 +146,15 @@ func TestDownPeerAndQueuedDelete(t *testing.T) {
 	x := lbl("m", "h", "x")
 	b.head.pts[x] = []chunk.Point{{T: 10, V: chunk.Int(1)}, {T: 20, V: chunk.Int(2)}}
 	c.head.pts[x] = []chunk.Point{{T: 10, V: chunk.Int(1)}}
-	// Node 3 stops beating: after the expiry it is down, not asked, named.
+	// Node 3 beats once more (counting its head: every headEvery beats),
+	// then stops: after the expiry it is down, not asked, named.
+	c.beats = 0
+	if err := c.heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.readRegistry(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	c.srv.Close()
 	if err := b.heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
@@ -155,7 +174,9 @@ func TestDownPeerAndQueuedDelete(t *testing.T) {
 	if got, err := a.Snapshots(ctx, []series.Labels{x}, 0, 50, 0); err != nil || len(got[0]) != 2 {
 		t.Fatalf("%v %v", got, err)
 	}
-	if w := ws.Messages(); len(w) != 1 || !strings.Contains(w[0], "node 3 ") || !strings.Contains(w[0], "no heartbeat") {
+	// Its registration said how many points its head held when it started.
+	if w := ws.Messages(); len(w) != 1 || !strings.Contains(w[0], "node 3 ") || !strings.Contains(w[0], "no heartbeat") ||
+		!strings.Contains(w[0], "; 1 points at ") {
 		t.Fatalf("warnings: %q", w)
 	}
 

@@ -8,8 +8,12 @@ import (
 	"sort"
 	"time"
 
+	"hourglass/model"
 	"hourglass/store"
 )
+
+// headCounter is a Local that can count its head's points (series.DB).
+type headCounter interface{ Stats() model.Stats }
 
 // Rows of the meta table (no other prefix of the table starts with "peer/"):
 //
@@ -31,7 +35,16 @@ type registration struct {
 	Scheme    string `json:"scheme"` // http or https
 	Heartbeat int64  `json:"heartbeat"`
 	Started   int64  `json:"started"`
+	// HeadPoints is how many points the node's head held (not yet in
+	// Bigtable) at HeadAt, counted every headEvery heartbeats: what the
+	// others cannot see when it is gone.
+	HeadPoints int64 `json:"head_points"`
+	HeadAt     int64 `json:"head_at"`
 }
+
+// headEvery is how many heartbeats pass between two counts of the head's
+// points (a count visits every series).
+const headEvery = 10
 
 // Peer is another node as the last registry read saw it.
 type Peer struct {
@@ -40,7 +53,9 @@ type Peer struct {
 	// Heartbeat is the peer's last heartbeat (its clock, unix ms); seen is
 	// when this node last saw it change (this node's clock).
 	Heartbeat int64
-	seen      time.Time
+	// HeadPoints were in its head at HeadAt (unix ms): see registration.
+	HeadPoints, HeadAt int64
+	seen               time.Time
 }
 
 func nodeRow(w uint16) []byte {
@@ -53,8 +68,13 @@ func deletePrefix(w uint16) []byte {
 
 // heartbeat writes this node's registration.
 func (n *Node) heartbeat(ctx context.Context) error {
+	now := n.opts.Now().UnixMilli()
+	if c, ok := n.local.(headCounter); ok && n.beats%headEvery == 0 {
+		n.headPoints, n.headAt = int64(c.Stats().PointsInHead), now
+	}
+	n.beats++
 	reg := registration{Writer: n.opts.WriterID, Addr: n.addr, Scheme: n.opts.Scheme,
-		Heartbeat: n.opts.Now().UnixMilli(), Started: n.started.UnixMilli()}
+		Heartbeat: now, Started: n.started.UnixMilli(), HeadPoints: n.headPoints, HeadAt: n.headAt}
 	v, err := json.Marshal(reg)
 	if err != nil {
 		return err
@@ -95,7 +115,8 @@ func (n *Node) readRegistry(ctx context.Context) error {
 		if r.Writer == n.opts.WriterID {
 			continue
 		}
-		p := Peer{Writer: r.Writer, URL: r.Scheme + "://" + r.Addr, Heartbeat: r.Heartbeat}
+		p := Peer{Writer: r.Writer, URL: r.Scheme + "://" + r.Addr, Heartbeat: r.Heartbeat,
+			HeadPoints: r.HeadPoints, HeadAt: r.HeadAt}
 		switch o, ok := old[r.Writer]; {
 		case ok && o.Heartbeat == r.Heartbeat:
 			p.seen = o.seen // no beat since: its age grows on this node's clock

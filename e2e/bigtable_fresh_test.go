@@ -346,8 +346,9 @@ func freshDeletes(t *testing.T, nodes []*server) {
 	}
 }
 
-// freshMeta: an annotation and a UID rename made on node 1 are seen on node
-// 2, which had already looked (so a cache of what it saw would show).
+// freshMeta: an annotation, series metadata, a UID assignment and a UID
+// rename made on node 1 are seen on node 2, which had already looked (so a
+// cache of what it saw would show).
 func freshMeta(t *testing.T, nodes []*server) {
 	a, b := nodes[0], nodes[1]
 	now := time.Now().Unix()
@@ -367,6 +368,27 @@ func freshMeta(t *testing.T, nodes []*server) {
 	})
 	t.Logf("an annotation written on node 1 seen on node 2 after %v", d.Round(time.Millisecond))
 
+	// Series metadata written on node 1, read on node 2 (which read it before).
+	tsmeta := func(s *server) (string, error) {
+		code, _, body, err := tryDo("GET", s.url, "/api/uid/tsmeta?tsuid="+rs[0].TSUIDs[0], "", nil)
+		var m struct {
+			Units string `json:"units"`
+		}
+		if err == nil && code == 200 {
+			err = json.Unmarshal(body, &m)
+		}
+		return m.Units, err
+	}
+	if u, err := tsmeta(b); err != nil || u != "" {
+		t.Fatalf("tsmeta on node 2 before: %q %v", u, err)
+	}
+	otsWant(t, a, 200, "POST", "/api/uid/tsmeta", fmt.Sprintf(`{"tsuid":%q,"units":"req/s"}`, rs[0].TSUIDs[0]))
+	d = waitVisible(t, "the tsmeta on node 2", time.Now(), 5*time.Second, func() (bool, error) {
+		u, err := tsmeta(b)
+		return u == "req/s", err
+	})
+	t.Logf("series metadata written on node 1 seen on node 2 after %v", d.Round(time.Millisecond))
+
 	var assigned struct {
 		Metric map[string]string `json:"metric"`
 	}
@@ -385,10 +407,20 @@ func freshMeta(t *testing.T, nodes []*server) {
 	if n, err := name(b); n != "fresh_unused" {
 		t.Fatalf("UID %s on node 2: %q %v", id, n, err)
 	}
+	suggest := func(s *server) string {
+		_, _, body, _ := tryDo("GET", s.url, "/api/suggest?type=metrics&q=fresh_", "", nil)
+		return string(body)
+	}
+	if got := suggest(b); !strings.Contains(got, `"fresh_unused"`) {
+		t.Fatalf("suggest on node 2 after the assign on node 1: %s", got)
+	}
 	otsWant(t, a, 200, "POST", "/api/uid/rename", `{"metric":"fresh_unused","name":"fresh_renamed"}`)
 	d = waitVisible(t, "the rename on node 2", time.Now(), 5*time.Second, func() (bool, error) {
 		n, err := name(b)
 		return n == "fresh_renamed", err
 	})
 	t.Logf("a UID rename on node 1 seen on node 2 after %v", d.Round(time.Millisecond))
+	if got := suggest(b); !strings.Contains(got, `"fresh_renamed"`) || strings.Contains(got, `"fresh_unused"`) {
+		t.Fatalf("suggest on node 2 after the rename on node 1: %s", got)
+	}
 }
