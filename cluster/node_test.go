@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -219,5 +220,49 @@ func TestGenerationDropsCaches(t *testing.T) {
 	// No new bump: nothing more is dropped.
 	if err := ns[1].readRegistry(context.Background()); err != nil || ns[1].dropped.Load() != 1 {
 		t.Fatalf("%v %d", err, ns[1].dropped.Load())
+	}
+}
+
+// TestBearerToken: a node sends -peer.bearer-token-file's token; a peer
+// that requires it answers only a node that has it.
+func TestBearerToken(t *testing.T) {
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	x := lbl("m")
+	peerHead := &fakeHead{pts: map[series.Labels][]chunk.Point{x: {{T: 1, V: chunk.Int(1)}}}}
+	peer := New(st, peerHead, nil, Options{WriterID: 2, Heartbeat: time.Hour, Registerer: prometheus.NewRegistry()})
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		peer.Handler().ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(guarded)
+	defer srv.Close()
+	if err := peer.Start(context.Background(), strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close(context.Background(), false)
+	for _, c := range []struct {
+		token string
+		n     int
+	}{{"s3cret", 1}, {"", 0}} {
+		n := New(st, &fakeHead{pts: map[series.Labels][]chunk.Point{}}, nil, Options{WriterID: 1, Heartbeat: time.Hour,
+			BearerToken: c.token, Registerer: prometheus.NewRegistry()})
+		if err := n.readRegistry(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, ws := WithWarnings(context.Background())
+		got, err := n.Snapshots(ctx, []series.Labels{x}, 0, 10, 0)
+		if err != nil || len(got[0]) != c.n {
+			t.Fatalf("token %q: %v %v", c.token, got, err)
+		}
+		if w := ws.Messages(); (c.n == 0) != (len(w) == 1 && strings.Contains(w[0], "401")) {
+			t.Fatalf("token %q: warnings %q", c.token, w)
+		}
 	}
 }
