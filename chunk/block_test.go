@@ -98,6 +98,9 @@ func TestBlock(t *testing.T) {
 			if it.First() != want[0].T {
 				t.Errorf("First = %d, want %d", it.First(), want[0].T)
 			}
+			if c, first, err := Peek(b, testBase); err != nil || c != len(want) || first != want[0].T {
+				t.Errorf("Peek = %d, %d, %v, want %d, %d", c, first, err, len(want), want[0].T)
+			}
 			got, err := blockPoints(t, b, math.MinInt64, 0)
 			if err != nil {
 				t.Fatal(err)

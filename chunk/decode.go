@@ -97,38 +97,11 @@ func (it *Iterator) Reset(b []byte, base int64) error {
 }
 
 func (it *Iterator) reset(b []byte, base int64) error {
-	if base%HourMillis != 0 || base > math.MaxInt64-HourMillis {
-		return corrupt(0, "base "+strconv.FormatInt(base, 10)+" is not a whole hour")
-	}
-	if len(b) < 2 {
-		return corrupt(len(b), "truncated header")
-	}
-	if b[0] != formatVersion {
-		return corrupt(0, "unknown format version "+strconv.Itoa(int(b[0])))
-	}
-	it.enc = encoding(b[1])
-	if it.enc == 0 || it.enc > encLast {
-		return corrupt(1, "unknown value encoding "+strconv.Itoa(int(b[1])))
-	}
-	off := 2
-	count, n := binary.Uvarint(b[off:])
-	if n <= 0 {
-		return corrupt(off, "bad point count")
-	}
-	if count == 0 || count > MaxPoints {
-		return corrupt(off, "point count "+strconv.FormatUint(count, 10)+" out of range")
-	}
-	off += n
-
-	// Timestamps.
-	seq := off
-	off, err := it.ts.header(b, off, int(count), true)
+	count, off, err := leadingHeader(b, base, &it.ts)
 	if err != nil {
 		return err
 	}
-	if uint64(it.ts.x) >= HourMillis {
-		return corrupt(seq, "first timestamp outside the hour")
-	}
+	it.enc = encoding(b[1])
 	it.first = base + it.ts.x
 	it.ts.x = it.first // the sequence decodes to timestamps, not offsets
 	tsLen, n := binary.Uvarint(b[off:])
@@ -713,6 +686,57 @@ func (it *Iterator) SeekTo(t int64) bool {
 			return true
 		}
 	}
+}
+
+// Peek returns the number of points of chunk b, of the row whose base
+// hour is base, and its first point's timestamp, from its header: it
+// decodes nothing else and checks only what it reads (Reset checks the
+// rest of the header, the iteration the points). Errors are
+// *CorruptionError.
+func Peek(b []byte, base int64) (count int, first int64, err error) {
+	var ts seqDec
+	c, _, err := leadingHeader(b, base, &ts)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(c), base + ts.x, nil
+}
+
+// leadingHeader checks the base and the chunk's version and encoding, and
+// reads its point count and the header of its timestamp sequence into ts
+// (ts.x the first point's offset from base, checked to be inside the
+// hour); it returns the count and the offset after that header.
+func leadingHeader(b []byte, base int64, ts *seqDec) (uint64, int, error) {
+	if base%HourMillis != 0 || base > math.MaxInt64-HourMillis {
+		return 0, 0, corrupt(0, "base "+strconv.FormatInt(base, 10)+" is not a whole hour")
+	}
+	if len(b) < 2 {
+		return 0, 0, corrupt(len(b), "truncated header")
+	}
+	if b[0] != formatVersion {
+		return 0, 0, corrupt(0, "unknown format version "+strconv.Itoa(int(b[0])))
+	}
+	if enc := encoding(b[1]); enc == 0 || enc > encLast {
+		return 0, 0, corrupt(1, "unknown value encoding "+strconv.Itoa(int(b[1])))
+	}
+	off := 2
+	count, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return 0, 0, corrupt(off, "bad point count")
+	}
+	if count == 0 || count > MaxPoints {
+		return 0, 0, corrupt(off, "point count "+strconv.FormatUint(count, 10)+" out of range")
+	}
+	off += n
+	seq := off
+	off, err := ts.header(b, off, int(count), true)
+	if err != nil {
+		return 0, 0, err
+	}
+	if uint64(ts.x) >= HourMillis {
+		return 0, 0, corrupt(seq, "first timestamp outside the hour")
+	}
+	return count, off, nil
 }
 
 // First returns the timestamp of the chunk's first point, which the header

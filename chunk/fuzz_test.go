@@ -116,7 +116,12 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var it Iterator
+		pc, first, perr := Peek(b, testBase)
 		if it.Reset(b, testBase) == nil {
+			// Peek reads the header Reset checks: it agrees.
+			if perr != nil || pc != it.Len() || first != it.First() {
+				t.Fatalf("Peek = %d, %d, %v; Reset: Len %d, First %d", pc, first, perr, it.Len(), it.First())
+			}
 			n := 0
 			for it.Next() {
 				n++

@@ -34,58 +34,134 @@ type seriesCells struct {
 	// series' rows in range, and the head's histogram samples.
 	hist     []cellRef
 	headHist []chunk.HistPoint
+
+	ncells int // cells the scan found, before they are placed
 }
 
-// arena holds copies of cell values; the store's slices are valid only
-// during its callback. It allocates in slabs, so cells are not allocated
-// one by one: the first small, each twice the last up to arenaSlab, so a
-// short read does not clear a large slab per salt bucket. Full-size slabs
-// come from a pool and go back to it on release, once nothing points into
-// them.
+// arena holds copies of cell values (the store's slices are valid only
+// during its callback) and the cellRefs of one salt bucket's scan. It
+// allocates values in slabs, so cells are not allocated one by one: the
+// first small, each twice the last up to arenaSlab, so a short read does
+// not clear a large slab per salt bucket. Slabs and the cellRef buffers
+// come from pools and go back to them on release, once nothing points into
+// them (a consuming read, after the bucket is decoded); a read whose cells
+// outlive the scan (PromQL) never releases, and the GC takes them.
 type arena struct {
-	slab []byte
-	full []*[]byte // pooled slabs handed out
+	slab  []byte
+	slabs []*[]byte // pooled slabs handed out
+	class int       // the size class of the last slab
+
+	refs  []cellRef // the bucket's cells in scan order
+	owner []int32   // refs[i] is a cell of series owner[i]
+	out   *[]cellRef
 }
 
 const (
-	arenaMin  = 4 << 10
-	arenaSlab = 256 << 10
+	arenaMin     = 4 << 10
+	arenaSlab    = 256 << 10
+	arenaClasses = 7 // 4 KiB << 0..6
 )
 
-var arenaSlabs = sync.Pool{New: func() any {
-	b := make([]byte, arenaSlab)
-	return &b
-}}
+var arenaSlabs [arenaClasses]sync.Pool
+
+func init() {
+	for c := range arenaSlabs {
+		arenaSlabs[c].New = func() any {
+			b := make([]byte, arenaMin<<c)
+			return &b
+		}
+	}
+}
+
+var refBufs = sync.Pool{New: func() any { return new([]cellRef) }}
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) > arenaSlab/4 {
 		return append([]byte(nil), b...)
 	}
 	if cap(a.slab)-len(a.slab) < len(b) {
-		size := max(2*cap(a.slab), arenaMin)
-		for size < len(b) {
-			size *= 2
+		c := 0
+		if a.slab != nil {
+			c = min(a.class+1, arenaClasses-1)
 		}
-		if size >= arenaSlab {
-			p := arenaSlabs.Get().(*[]byte)
-			a.full = append(a.full, p)
-			a.slab = (*p)[:0]
-		} else {
-			a.slab = make([]byte, 0, size)
+		for arenaMin<<c < len(b) {
+			c++
 		}
+		p := arenaSlabs[c].Get().(*[]byte)
+		a.slabs = append(a.slabs, p)
+		a.slab, a.class = (*p)[:0], c
 	}
 	n := len(a.slab)
 	a.slab = append(a.slab, b...)
 	return a.slab[n:len(a.slab):len(a.slab)]
 }
 
-// release gives the arena's full-size slabs back to the pool: the caller
+// add records cell c of series i of scs.
+func (a *arena) add(scs []seriesCells, i int, c cellRef) {
+	a.refs = append(a.refs, c)
+	a.owner = append(a.owner, int32(i))
+	scs[i].ncells++
+}
+
+// place gives each series of scs its cells, in scan order, as one
+// contiguous run of a buffer, pooled when pooled is true.
+func (a *arena) place(scs []seriesCells, pooled bool) {
+	if len(a.refs) == 0 {
+		return
+	}
+	var buf []cellRef
+	if pooled {
+		a.out = refBufs.Get().(*[]cellRef)
+		if cap(*a.out) < len(a.refs) {
+			*a.out = make([]cellRef, len(a.refs))
+		}
+		buf = (*a.out)[:len(a.refs)]
+	} else {
+		buf = make([]cellRef, len(a.refs))
+	}
+	// Each series' run starts where the cells of the series before it
+	// (by first appearance) end.
+	off := 0
+	for k, i := range a.owner {
+		sc := &scs[i]
+		if sc.cells == nil {
+			sc.cells = buf[off : off : off+sc.ncells]
+			off += sc.ncells
+		}
+		sc.cells = append(sc.cells, a.refs[k])
+	}
+	clear(a.refs)
+	a.refs, a.owner = a.refs[:0], a.owner[:0]
+}
+
+// release gives the arena's buffers back to their pools: the caller
 // guarantees that nothing points into them any more.
 func (a *arena) release() {
-	for _, p := range a.full {
-		arenaSlabs.Put(p)
+	for _, p := range a.slabs {
+		arenaSlabs[classOf(cap(*p))].Put(p)
 	}
-	*a = arena{}
+	if a.out != nil {
+		clear(*a.out)
+		refBufs.Put(a.out)
+	}
+	a.forget()
+}
+
+// forget drops the arena's slabs and cell buffer without pooling them:
+// cells still point into them.
+func (a *arena) forget() {
+	*a = arena{refs: a.refs[:0], owner: a.owner[:0]}
+}
+
+var arenas = sync.Pool{New: func() any { return new(arena) }}
+
+// classOf returns the size class of a slab of n bytes.
+func classOf(n int) int {
+	c := 0
+	for arenaMin<<c < n {
+		c++
+	}
+	return c
 }
 
 // points iterates the points of one series in [start, end] in time order,

@@ -203,8 +203,10 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		sem <- struct{}{}
 		go func(salt byte, idx []int) {
 			defer func() { <-sem; wg.Done() }()
-			var mem arena
-			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, &mem)
+			mem := arenas.Get().(*arena)
+			defer arenas.Put(mem)
+			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, mem)
+			mem.place(scs, consume != nil)
 			mu.Lock()
 			total += n
 			if err == nil && lim.over(total) {
@@ -222,9 +224,11 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 				// consume has decoded the bucket's series and the caller
 				// reads no cell after a consuming scan.
 				for _, i := range idx {
-					scs[i].cells = nil
+					scs[i].cells, scs[i].hist = nil, nil
 				}
 				mem.release()
+			} else {
+				mem.forget()
 			}
 			if err != nil {
 				mu.Lock()
@@ -340,18 +344,23 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 			scs[cur].hist = append(scs[cur].hist, cellRef{data: mem.copy(c.Value), hour: hour})
 			return true
 		}
-		if err := it.Reset(c.Value, hour); err != nil {
-			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
-			return false
-		}
 		// The cell's points are in its hour, from its first point on,
 		// which the header holds: a cell wholly in the range is not
-		// decoded here.
-		first := it.First()
-		var k int64
+		// decoded here (its header is checked as it is decoded).
+		var k, first int64
 		if hour >= start && hour+rowkey.HourMs-1 <= end {
-			k = int64(it.Len())
+			pc, f, err := chunk.Peek(c.Value, hour)
+			if err != nil {
+				scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
+				return false
+			}
+			k, first = int64(pc), f
 		} else {
+			if err := it.Reset(c.Value, hour); err != nil {
+				scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
+				return false
+			}
+			first = it.First()
 			for ok := it.SeekTo(start); ok; ok = it.Next() {
 				t, _ := it.At()
 				if t > end {
@@ -370,9 +379,8 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 			return true // nothing in range
 		}
 		n += k
-		sc := &scs[cur]
-		sc.n += int(k)
-		sc.cells = append(sc.cells, cellRef{data: mem.copy(c.Value), hour: hour, first: first})
+		scs[cur].n += int(k)
+		mem.add(scs, cur, cellRef{data: mem.copy(c.Value), hour: hour, first: first})
 		return true
 	})
 	if err == nil {
