@@ -153,6 +153,20 @@ func (b *Batch) AddLabels(l series.Labels, t int64, v chunk.Value) error {
 	return b.AddHinted(l, nil, t, v)
 }
 
+// Known is what a dialect's decoder remembers beside a series it has seen
+// (its SetRef): the Labels the batch gave the series' last accepted point
+// and the head's hint for them. AddKnown queues a point of it.
+type Known struct {
+	Labels series.Labels
+	Hint   series.Hint
+}
+
+// AddKnown is AddLabels for a remembered series: its points skip the
+// checks and the head's lookup too.
+func (b *Batch) AddKnown(k *Known, t int64, v chunk.Value) error {
+	return b.AddHinted(k.Labels, &k.Hint, t, v)
+}
+
 // AddHinted is AddLabels with a series.Hint the caller keeps for the series
 // l: its points then skip the head's lookup of l.
 func (b *Batch) AddHinted(l series.Labels, hint *series.Hint, t int64, v chunk.Value) error {

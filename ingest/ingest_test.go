@@ -113,3 +113,20 @@ func TestAddLabels(t *testing.T) {
 		t.Fatalf("batch: %d points, %d failed, samples %v at %v", b.Len(), b.Failed(), b.samples, b.pos)
 	}
 }
+
+// TestAddKnown: a remembered series' point is queued with its labels and
+// its hint, and its timestamp is still checked.
+func TestAddKnown(t *testing.T) {
+	w := &Writer{limits: Limits{}.withDefaults()}
+	b := w.NewBatch()
+	k := &Known{Labels: series.MakeLabels("m", []series.Tag{{Key: "a", Value: "1"}})}
+	if err := b.AddKnown(k, 5, chunk.Int(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddKnown(k, -1, chunk.Int(6)); err == nil || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a timestamp before 1970: %v", err)
+	}
+	if len(b.samples) != 1 || b.samples[0] != (series.Sample{Labels: k.Labels, T: 5, V: chunk.Int(5), Hint: &k.Hint}) || b.Failed() != 1 {
+		t.Fatalf("batch: samples %v, %d failed", b.samples, b.Failed())
+	}
+}

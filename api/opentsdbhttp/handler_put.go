@@ -90,12 +90,12 @@ func (s *writes) putWindow(ctx context.Context, st *putState, body []byte, offse
 		// one, the Labels the batch gave it: a series sent again is
 		// checked and looked up once, by the decoder.
 		var aerr error
-		if l, ok := st.dec.Ref().(model.Labels); ok {
-			aerr = st.batch.AddLabels(l, dp.Timestamp, dp.Value)
+		if k, ok := st.dec.Ref().(*ingest.Known); ok {
+			aerr = st.batch.AddKnown(k, dp.Timestamp, dp.Value)
 		} else {
 			st.tags = toSeriesTags(st.tags, dp.Tags)
 			if aerr = st.batch.Add(dp.Metric, st.tags, dp.Timestamp, dp.Value); aerr == nil {
-				st.dec.SetRef(st.batch.LastLabels())
+				st.dec.SetRef(&ingest.Known{Labels: st.batch.LastLabels()})
 			}
 		}
 		if aerr != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hourglass/api/opentsdb"
+	"hourglass/ingest"
 	"hourglass/model"
 )
 
@@ -135,12 +136,12 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			// beside each one, the Labels the batch gave it: a series sent
 			// again is checked and looked up once, by the parser.
 			var aerr error
-			if l, ok := parser.Ref().(model.Labels); ok {
-				aerr = batch.AddLabels(l, dp.Timestamp, dp.Value)
+			if k, ok := parser.Ref().(*ingest.Known); ok {
+				aerr = batch.AddKnown(k, dp.Timestamp, dp.Value)
 			} else {
 				tags = toSeriesTags(tags, dp.Tags)
 				if aerr = batch.Add(dp.Metric, tags, dp.Timestamp, dp.Value); aerr == nil {
-					parser.SetRef(batch.LastLabels())
+					parser.SetRef(&ingest.Known{Labels: batch.LastLabels()})
 				}
 			}
 			if aerr != nil {

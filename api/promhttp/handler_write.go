@@ -18,7 +18,6 @@ import (
 	"hourglass/internal/quote"
 	"hourglass/model"
 	"hourglass/query"
-	"hourglass/series"
 )
 
 // Remote write (POST /api/v1/write), as the Remote-Write 1.0 and 2.0
@@ -211,9 +210,10 @@ func (ws *promWriteState) series(s *prom.Series) error {
 		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
 	}
 	// A series the decoder remembers carries the Labels of its last
-	// accepted point (SetRef): its points need no checks but the
-	// timestamp's, and no name built again.
-	known, _ := s.Ref().(*promKnown)
+	// accepted point and the head's hint (SetRef, ingest.Known): its
+	// points need no checks but the timestamp's, no name built again and
+	// no lookup in the head.
+	known, _ := s.Ref().(*ingest.Known)
 	if known == nil {
 		ws.tags = ws.tags[:0]
 		for _, l := range s.Labels {
@@ -232,11 +232,11 @@ func (ws *promWriteState) series(s *prom.Series) error {
 			err = fmt.Errorf("%w: timestamp %d ms is outside the range this store holds, 0 to %d", ingest.ErrInvalid, t, query.MaxPromTimestamp)
 			ws.batch.Reject(err)
 		case known != nil:
-			err = ws.batch.AddHinted(known.labels, &known.hint, t, chunk.FloatBits(math.Float64bits(v)))
+			err = ws.batch.AddKnown(known, t, chunk.FloatBits(math.Float64bits(v)))
 		default:
 			err = ws.batch.Add(s.Metric, ws.tags, t, chunk.FloatBits(math.Float64bits(v)))
 			if err == nil {
-				known = &promKnown{labels: ws.batch.LastLabels()}
+				known = &ingest.Known{Labels: ws.batch.LastLabels()}
 				s.SetRef(known)
 			}
 		}
@@ -258,7 +258,7 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if s.Histograms > 0 { // hook: handler_write_hist.go
 		var kl model.Labels
 		if known != nil {
-			kl = known.labels
+			kl = known.Labels
 		}
 		return ws.histograms(s, kl)
 	}
@@ -266,14 +266,6 @@ func (ws *promWriteState) series(s *prom.Series) error {
 }
 
 func promRenderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
-
-// promKnown is what a series the decoder remembers carries (Series.SetRef):
-// the Labels of its last accepted point, and the head's hint for them, so
-// that its next points skip both the checks and the head's lookup.
-type promKnown struct {
-	labels model.Labels
-	hint   series.Hint
-}
 
 func (ws *promWriteState) metadata(m *prom.Metadata) error {
 	if m.Metric != "" {
