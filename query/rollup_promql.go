@@ -75,13 +75,13 @@ func ParseMaxSourceResolution(s string, step time.Duration) (int64, error) {
 	var d time.Duration
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+			return 0, fmt.Errorf("cannot parse %s to a valid duration", quoteShort(s))
 		}
 		d = time.Duration(f * float64(time.Second))
 	} else {
 		pd, err := model.ParseDuration(s)
 		if err != nil {
-			return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+			return 0, fmt.Errorf("cannot parse %s to a valid duration", quoteShort(s))
 		}
 		d = time.Duration(pd)
 	}
@@ -89,6 +89,14 @@ func ParseMaxSourceResolution(s string, step time.Duration) (int64, error) {
 		return 0, errors.New("negative 'max_source_resolution' is not accepted. Try a positive integer")
 	}
 	return d.Milliseconds(), nil
+}
+
+// quoteShort quotes s, cut to its first 64 bytes.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // rollupResolution returns the largest rollup interval at most res that a
