@@ -266,3 +266,22 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDeregisters: a clean close removes the registration, so the
+// others stop asking and naming the node; a failed one leaves it.
+func TestCloseDeregisters(t *testing.T) {
+	ns := cluster3(t, time.Minute)
+	if err := ns[2].Close(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns[1].Close(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns[0].readRegistry(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live, down := ns[0].Peers()
+	if len(live) != 1 || live[0].Writer != 2 || len(down) != 0 {
+		t.Fatalf("after node 3's clean close and node 2's failed one: live %v, down %v", live, down)
+	}
+}

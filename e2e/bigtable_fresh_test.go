@@ -103,6 +103,17 @@ func TestBigtableFresh(t *testing.T) {
 
 	freshDeletes(t, nodes)
 	freshMeta(t, nodes)
+
+	// A clean stop (SIGTERM) writes node 3's head to Bigtable and removes
+	// its registration: the others return its points and name no one.
+	nodes[2].stop()
+	waitVisible(t, "node 3 forgotten after its SIGTERM", time.Now(), 5*time.Second, func() (bool, error) {
+		_, h, err := otsSees(nodes[0].url, probe)
+		return err == nil && len(h.Values("X-Hourglass-Warning")) == 0, err
+	})
+	for _, s := range nodes[:2] {
+		l.check(t, s, t0, end)
+	}
 }
 
 // freshLoad writes to every node at once and measures when the other
