@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -334,4 +335,68 @@ func TestRollupLimit(t *testing.T) {
 			t.Fatalf("limit %d: %+v", c.max, ss)
 		}
 	}
+}
+
+// TestBucketAccExact holds bucketAcc to the downsampler over the same
+// points, for every function buckets answer: whenever it says its value is
+// exact, it is the downsampler's bit for bit, over ints near the ends of
+// int64 (sums that overflow), floats, NaNs and one or several buckets.
+func TestBucketAccExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const iv, d = 600_000, 3_600_000
+	names := []string{"sum", "zimsum", "avg", "min", "max", "mimmin", "mimmax", "count", "first", "last", "diff"}
+	exact, inexact := 0, 0
+	for n := range 3000 {
+		var pts []chunk.Point
+		mode := n % 4
+		for tt := int64(r.IntN(30_000)); tt < d; tt += 1 + r.Int64N(120_000) {
+			var v chunk.Value
+			switch {
+			case mode == 0: // large ints: sums past 2^53 and past int64
+				v = chunk.Int(r.Int64() >> uint(r.IntN(3)))
+			case mode == 1: // small ints
+				v = chunk.Int(r.Int64N(2000) - 1000)
+			case r.IntN(15) == 0:
+				v = chunk.Float(math.NaN())
+			default: // decimals, some ints
+				v = equivValue(r, false, 0)
+			}
+			pts = append(pts, chunk.Point{T: tt, V: v})
+		}
+		if n%3 == 0 && len(pts) > 1 {
+			pts = pts[:1+r.IntN(len(pts)/2+1)] // several buckets, or one
+		}
+		bs, err := rollup.Compute(nil, pts, iv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			spec, err := downsample.ParseSpec("1h-" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := downsample.Downsample(nil, pts, spec, 0, d-1, time.UTC)
+			var a bucketAcc
+			a.reset()
+			for k := range bs {
+				a.add(&bs[k])
+			}
+			got, ok := a.result(name)
+			if len(want) != 1 {
+				t.Fatalf("%s: the downsampler gave %v", name, want)
+			}
+			if !ok {
+				inexact++
+				continue
+			}
+			exact++
+			if !got.Identical(want[0].V) && !(got.Float() != got.Float() && want[0].V.Float() != want[0].V.Float()) {
+				t.Fatalf("case %d %s over %d points in %d buckets: %v, the downsampler %v", n, name, len(pts), len(bs), got, want[0].V)
+			}
+		}
+	}
+	if inexact == 0 || exact < inexact {
+		t.Errorf("%d exact, %d inexact answers", exact, inexact)
+	}
+	t.Logf("%d exact, %d left to raw points", exact, inexact)
 }
