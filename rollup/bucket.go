@@ -124,9 +124,12 @@ func (b *Builder) Add(dst []Bucket, t int64, v chunk.Value) ([]Bucket, error) {
 	if b.open && t <= b.prevT {
 		return dst, fmt.Errorf("rollup: point at %d ms is not after the previous one at %d ms", t, b.prevT)
 	}
-	if s := BucketStart(t, b.interval); !b.open || s != b.cur.Start {
+	// t is after the previous point, so at or after the bucket's start:
+	// it starts a new bucket exactly when it is past the bucket's end
+	// (no division for the points of the current bucket).
+	if !b.open || t-b.cur.Start >= b.interval {
 		dst = b.Flush(dst)
-		b.cur.Start = s
+		b.cur.Start = BucketStart(t, b.interval)
 		b.open = true
 	}
 	b.prevT = t

@@ -44,8 +44,9 @@ func sizes(t testing.TB, kinds []loadtest.Kind, series [][]chunk.Point, kind loa
 			rawKV += len(c) + rawKeyLen + rawQualLen
 			lo = hi
 		}
-		// A cell holds an hour's buckets (interval < 1h) or a day's.
-		span := max(rowkey.HourMs, min(iv*24, dayMs))
+		// A cell holds an hour's buckets (interval < 1h) or a day's, as
+		// the flusher writes them (CellSpan).
+		span := CellSpan(iv)
 		for lo := 0; lo < len(pts); {
 			base := BucketStart(pts[lo].T, span)
 			hi := lo

@@ -66,6 +66,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 		retention: NewRetention(st, idx, h, opts),
 		snapshots: NewSnapshotter(h, st),
 	}
+	db.retention.rollupW = fl.rollups
 	if opts.IndexSync.Interval > 0 {
 		// Hook (index_sync.go): what other nodes announced since the index
 		// rows were written, and the seq this node's feed goes on from.

@@ -41,6 +41,7 @@ type Retention struct {
 	now       func() time.Time
 	log       *slog.Logger
 	rollups   RollupOptions // hook (rollup_retention.go): retention per resolution
+	rollupW   *rollupWriter // its day cell cache forgets what retention drops
 }
 
 // NewRetention returns the retention job over st and idx; h is the head

@@ -84,6 +84,9 @@ func (w *rollupWriter) deleteRange(ctx context.Context, tsuids [][]byte, start, 
 		return err
 	}
 	for _, c := range cells {
+		if c.iv >= rowkey.HourMs {
+			w.cache.forget(dayKey{string(c.tsuid), c.iv, c.base})
+		}
 		bs := c.bs[:0]
 		for _, b := range c.bs {
 			if b.Count >= 0 {

@@ -83,6 +83,9 @@ func (r *Retention) applyRollups(ctx context.Context, rep *RetentionReport) erro
 				rep.RollupRanges++
 			}
 		}
+		if r.rollupW != nil {
+			r.rollupW.cache.forgetBefore(iv.Milliseconds(), cutoff)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package series_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 var rollupIntervals = []time.Duration{10 * time.Minute, time.Hour, 2 * time.Hour}
 
 func withRollups(o *series.Options) {
-	o.Rollup = series.RollupOptions{Intervals: rollupIntervals}
+	o.Rollup = series.RollupOptions{Intervals: rollupIntervals, CacheBytes: 1 << 20}
 }
 
 // checkRollups asserts that the rollup table holds, for every series of
@@ -74,9 +75,21 @@ const (
 // TestRollupsFollowTheRawRows: the rollups agree with the raw points after
 // hours settle, after late points (a row written again, one overwritten
 // value), and after deletes of part of an hour and of whole hours.
+// It runs with the day cell cache large, tiny (forgetting all the time) and off.
 func TestRollupsFollowTheRawRows(t *testing.T) {
+	for _, cache := range []int64{1 << 20, 600, 0} {
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) {
+			testRollupsFollowTheRawRows(t, func(o *series.Options) {
+				withRollups(o)
+				o.Rollup.CacheBytes = cache
+			})
+		})
+	}
+}
+
+func testRollupsFollowTheRawRows(t *testing.T, opts func(*series.Options)) {
 	ctx := context.Background()
-	e := openEnv(t, t.TempDir(), withRollups)
+	e := openEnv(t, t.TempDir(), opts)
 	defer e.close()
 	m := model{}
 	ss, _ := samplesFor(6, 3*360, 10_000) // three hours across a UTC midnight

@@ -21,6 +21,7 @@ func rollupFlags(fs *flag.FlagSet, o *series.RollupOptions) {
 			o.Intervals = ivs
 			return (series.RollupOptions{Intervals: ivs}).Validate()
 		})
+	fs.Int64Var(&o.CacheBytes, "rollup.cache-bytes", o.CacheBytes, "bytes of rollup day cells (intervals of 1h and above) kept in memory so that each settled hour replaces its bucket without reading the day's cell back (0: read back every time)")
 	fs.Func("rollup.retention", `how long each rollup interval is kept, e.g. 1h=730d,10m=30d (default: for ever; -retention never drops rollups)`,
 		func(s string) error {
 			r, err := series.ParseRollupRetention(s)
