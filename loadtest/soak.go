@@ -72,6 +72,7 @@ type RSSSample struct {
 	GoHeapInuse int64 `json:"go_heap_inuse_bytes,omitempty"`
 	GoNextGC    int64 `json:"go_next_gc_bytes,omitempty"`
 	GoMapped    int64 `json:"go_mapped_bytes,omitempty"`
+	FlushQueue  int64 `json:"flush_queue_chunks,omitempty"`
 }
 
 // RSSFit summarises the samples after the warm-up.
@@ -416,14 +417,15 @@ func sampleRSS(ctx context.Context, pid int, metricsURL string, start time.Time,
 			return out, err
 		}
 		s := RSSSample{Seconds: time.Since(start).Seconds(), Bytes: rss}
-		if gm, ok := readGoMemory(ctx, client, metricsURL); ok {
-			s.GoHeapInuse, s.GoNextGC, s.GoMapped = gm.HeapInuse, gm.NextGC, gm.Mapped
+		// The last sample comes after ctx is done: the client's timeout bounds the read.
+		if gm, ok := readGoMemory(context.WithoutCancel(ctx), client, metricsURL); ok {
+			s.GoHeapInuse, s.GoNextGC, s.GoMapped, s.FlushQueue = gm.HeapInuse, gm.NextGC, gm.Mapped, gm.FlushQueue
 		}
 		out = append(out, s)
 		if progress != nil {
 			cpu, _ := ProcCPU(pid)
-			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s  Go heap in use %.1f MB, goal %.1f MB, runtime %.1f MB\n",
-				s.Seconds, float64(rss)/1e6, cpu, float64(s.GoHeapInuse)/1e6, float64(s.GoNextGC)/1e6, float64(s.GoMapped)/1e6)
+			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s  Go heap in use %.1f MB, goal %.1f MB, runtime %.1f MB; flush queue %d chunks\n",
+				s.Seconds, float64(rss)/1e6, cpu, float64(s.GoHeapInuse)/1e6, float64(s.GoNextGC)/1e6, float64(s.GoMapped)/1e6, s.FlushQueue)
 		}
 		select {
 		case <-ctx.Done():

@@ -17,11 +17,14 @@ type goMemory struct {
 	HeapInuse int64 // go_memstats_heap_inuse_bytes: spans holding objects, live or not yet swept
 	NextGC    int64 // go_memstats_next_gc_bytes: the heap size the next collection starts at
 	Mapped    int64 // go_memstats_sys_bytes − go_memstats_heap_released_bytes: what the runtime holds from the OS
+	// FlushQueue is hourglass_head_flush_queue_chunks: sealed chunks
+	// waiting for the flusher, their points still in the heap.
+	FlushQueue int64
 }
 
 // goMemoryNames are the series readGoMemory takes from the page.
 var goMemoryNames = []string{"go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes",
-	"go_memstats_sys_bytes", "go_memstats_heap_released_bytes"}
+	"go_memstats_sys_bytes", "go_memstats_heap_released_bytes", "hourglass_head_flush_queue_chunks"}
 
 // readGoMemory reads the Go collector's figures from a /metrics page (at
 // most 16 MiB of it); ok is false when the page lacks any of them.
@@ -42,7 +45,7 @@ func readGoMemory(ctx context.Context, client *http.Client, url string) (m goMem
 	if !ok {
 		return m, false
 	}
-	return goMemory{HeapInuse: int64(v[0]), NextGC: int64(v[1]), Mapped: int64(v[2] - v[3])}, true
+	return goMemory{HeapInuse: int64(v[0]), NextGC: int64(v[1]), Mapped: int64(v[2] - v[3]), FlushQueue: int64(v[4])}, true
 }
 
 // parseGauges returns the values of the unlabelled series names on a page

@@ -100,7 +100,7 @@ func fakeTSDB(t *testing.T, failQueries bool) (srv *httptest.Server, writes, pro
 			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"1"]]}]}}`)
 		case "/metrics":
 			fmt.Fprint(w, "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1e+08\ngo_memstats_next_gc_bytes 2e+08\n"+
-				"go_memstats_sys_bytes 3e+08\ngo_memstats_heap_released_bytes 5e+07\n")
+				"go_memstats_sys_bytes 3e+08\ngo_memstats_heap_released_bytes 5e+07\nhourglass_head_flush_queue_chunks 7\n")
 		case "/api/query":
 			otsdbQ.Add(1)
 			if failQueries {
@@ -184,7 +184,7 @@ func TestSoakAgainstFake(t *testing.T) {
 	}
 	// The Go runtime's figures from /metrics, with each RSS sample.
 	if p := r.Parts; p == nil || p.Samples != r.Fit.Samples || p.Parts["go_heap_inuse"].MedianMB != 100 ||
-		p.Parts["go_heap_goal"].MedianMB != 200 || p.Parts["go_runtime_mapped"].MedianMB != 250 {
+		p.Parts["go_heap_goal"].MedianMB != 200 || p.Parts["go_runtime_mapped"].MedianMB != 250 || r.RSS[len(r.RSS)-1].FlushQueue != 7 {
 		t.Fatalf("memory parts %+v", r.Parts)
 	}
 	var text, js bytes.Buffer
