@@ -35,6 +35,9 @@ import (
 //	sum_over_time, last_over_time  Sum, Last at LastT
 //	count_over_time(x[r])          rewritten to sum_over_time of Count at LastT
 //	avg_over_time(x[r])            rewritten to sum_over_time(Sum) / sum_over_time(Count)
+//	resets(x[r]), changes(x[r])    rewritten to sum_over_time of Resets (Changes) at
+//	                               LastT, plus one where the bucket's first point drops
+//	                               from (differs from) the previous bucket's last
 //	rate, increase                 (FirstT, First) and (LastT, Last), counter-corrected
 //	                               across the query so no reset is left for the engine
 //	delta                          (FirstT, First) and (LastT, Last)
@@ -119,11 +122,11 @@ func (e *Engine) rollupResolution(res, rng, step int64) int64 {
 // whose samples must be a bucket field: its value names the field.
 const rollupMarker = "__hourglass_rollup__"
 
-// RewriteForRollups rewrites the count_over_time and avg_over_time of a
-// matrix selector that will read rollups (its range and the step at least
-// a rollup interval up to res): count_over_time into a sum_over_time of
-// the buckets' counts, avg_over_time into a sum of sums over a sum of
-// counts. Other queries come back unchanged. step is 0 for an instant
+// RewriteForRollups rewrites the count_over_time, avg_over_time, resets
+// and changes of a matrix selector that will read rollups (its range and
+// the step at least a rollup interval up to res): count_over_time, resets
+// and changes into a sum_over_time of the buckets' counts, resets and
+// changes, avg_over_time into a sum of sums over a sum of counts. Other queries come back unchanged. step is 0 for an instant
 // query.
 func (e *Engine) RewriteForRollups(expr parser.Expr, res, step int64) parser.Expr {
 	if e.rollupResolution(res, math.MaxInt64, step) == 0 {
@@ -160,7 +163,12 @@ func (e *Engine) rewrite(expr parser.Expr, res, step int64) parser.Expr {
 }
 
 func (e *Engine) rewriteCall(c *parser.Call, res, step int64) parser.Expr {
-	if c.Func == nil || (c.Func.Name != "count_over_time" && c.Func.Name != "avg_over_time") || len(c.Args) != 1 {
+	if c.Func == nil || len(c.Args) != 1 {
+		return c
+	}
+	switch c.Func.Name {
+	case "count_over_time", "avg_over_time", "resets", "changes":
+	default:
 		return c
 	}
 	ms, ok := c.Args[0].(*parser.MatrixSelector)
@@ -177,8 +185,11 @@ func (e *Engine) rewriteCall(c *parser.Call, res, step int64) parser.Expr {
 		vs.LabelMatchers = append(vs.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, rollupMarker, field))
 		return &parser.Call{Func: parser.Functions["sum_over_time"], Args: parser.Expressions{m}, PosRange: c.PosRange}
 	}
-	if c.Func.Name == "count_over_time" {
+	switch c.Func.Name {
+	case "count_over_time":
 		return sumOf("count")
+	case "resets", "changes":
+		return sumOf(c.Func.Name)
 	}
 	return &parser.ParenExpr{Expr: &parser.BinaryExpr{Op: parser.DIV, LHS: sumOf("sum"), RHS: sumOf("count"),
 		VectorMatching: &parser.VectorMatching{Card: parser.CardOneToOne}, ReturnBool: false}, PosRange: c.PosRange}
@@ -371,6 +382,18 @@ func (s *rollupPromSeries) addBucket(b *rollup.Bucket) {
 			s.add(b.LastT, b.Last.Float())
 		case "count":
 			s.add(b.LastT, float64(b.Count))
+		case "resets", "changes":
+			// The bucket's own, and the one between its first point and
+			// the previous bucket's last.
+			n := b.Resets
+			if s.kind == "changes" {
+				n = b.Changes
+			}
+			if f := b.First.Float(); s.hasPrev && (f < s.prev || s.kind == "changes" && f != s.prev) {
+				n++
+			}
+			s.prev, s.hasPrev = b.Last.Float(), true
+			s.add(b.LastT, float64(n))
 		case "gauge":
 			s.add(firstAt(b), b.First.Float())
 			if b.N() > 1 {
@@ -413,6 +436,16 @@ func (s *rollupPromSeries) addRaw(p chunk.Point) {
 	switch s.kind {
 	case "count":
 		f = 1
+	case "resets", "changes":
+		if f != f {
+			return // buckets keep no NaN either
+		}
+		n := 0.0
+		if s.hasPrev && (f < s.prev || s.kind == "changes" && f != s.prev) {
+			n = 1
+		}
+		s.prev, s.hasPrev = f, true
+		f = n
 	case "counter":
 		if f == f {
 			if s.hasPrev && f < s.prev {

@@ -181,6 +181,8 @@ func TestPromRollupDifferences(t *testing.T) {
 			{"rate", "requests_total", "1h", 0, 0, 0.006},
 			{"increase", "requests_total", "2h", 0, 0, 0.003},
 			{"delta", "gauge", "1h", 0, 0, 1},
+			{"resets", "requests_total", "2h", 0, 0, 0.34},
+			{"changes", "gauge", "1h", 0, 0, 0.006},
 		} {
 			c.res, c.step = res, max(res, 600_000)
 			cases = append(cases, c)
@@ -287,6 +289,8 @@ func TestRewriteForRollups(t *testing.T) {
 		{`count_over_time(m[1h])`, 3_600_000, 60_000, `count_over_time(m[1h])`},
 		{`count_over_time(m[1h])`, 0, 3_600_000, `count_over_time(m[1h])`},
 		{`max_over_time(m[1h])`, 3_600_000, 3_600_000, `max_over_time(m[1h])`},
+		{`resets(m[2h]) + changes(m[1h])`, 3_600_000, 3_600_000,
+			`sum_over_time(m{__hourglass_rollup__="resets"}[2h]) + sum_over_time(m{__hourglass_rollup__="changes"}[1h])`},
 		{`count_over_time(rate(m[5m])[1h:])`, 3_600_000, 3_600_000, `count_over_time(rate(m[5m])[1h:])`},
 	} {
 		expr, err := p.ParseExpr(c.in)
