@@ -76,7 +76,10 @@ func (n *Node) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	out := AppendReplyStart(make([]byte, 0, 64+16*len(req.Series)), len(req.Series))
 	var pts []chunk.Point
 	var total uint64
-	for _, l := range req.Series {
+	for i, l := range req.Series {
+		if i%1024 == 1023 && r.Context().Err() != nil {
+			return // the caller gave up (its -peer.timeout)
+		}
 		pts = n.local.Snapshot(l, req.Start, req.End, pts[:0])
 		total += uint64(len(pts))
 		if total > limit || int64(len(out)) > n.opts.MaxBodyBytes {
