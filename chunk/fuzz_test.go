@@ -104,6 +104,16 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 			checkSame(t, got, pts)
 		}
+		// AppendFast (the head's frozen blocks) round-trips the same points.
+		b, err := AppendFast(nil, base, pts)
+		if err != nil {
+			t.Fatalf("encode (fast): %v", err)
+		}
+		got, err := Decode(nil, b, base)
+		if err != nil {
+			t.Fatalf("decode (fast, %s): %v\nchunk %x", encoding(b[1]), err, b)
+		}
+		checkSame(t, got, pts)
 	})
 }
 

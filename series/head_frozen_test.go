@@ -76,3 +76,17 @@ func TestOpenChunkFrozen(t *testing.T) {
 }
 
 func cmpT(a, b chunk.Point) int { return int(a.T - b.T) }
+
+// TestLateChunkDoesNotFreeze: a late chunk keeps its points raw (it seals
+// within -late-grace; encoding them would be wasted work).
+func TestLateChunkDoesNotFreeze(t *testing.T) {
+	const hour = int64(1_700_000_000_000) - int64(1_700_000_000_000)%rowkey.HourMs
+	oc := &openChunk{hour: hour, late: true}
+	for i := int64(0); i < 3*freezeAt; i++ {
+		oc.pts = append(oc.pts, chunk.Point{T: hour + i*1000, V: chunk.Int(i)})
+		oc.freeze()
+	}
+	if oc.fz.n != 0 || len(oc.pts) != 3*freezeAt {
+		t.Fatalf("late chunk: %d frozen, %d raw", oc.fz.n, len(oc.pts))
+	}
+}
