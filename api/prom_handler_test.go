@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"hourglass/api/prom"
 	"hourglass/api/promhttp"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -352,31 +353,43 @@ func promManyLabels(n int) []prompb.Label {
 	return out
 }
 
-func TestPromWriteV2HistogramsStoredExemplarsRejected(t *testing.T) {
+func TestPromWriteV2HistogramsAndExemplarsStored(t *testing.T) {
 	ps := newPromServer(t, nil)
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "latency_seconds"), nil),
 			Histograms: []writev2.Histogram{writev2.FromFloatHistogram(0, promT0, &histogram.FloatHistogram{Count: 2, Sum: 1})}},
-		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total"), nil),
-			Samples:   []writev2.Sample{{Value: 5, Timestamp: promT0}},
-			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "abc"), nil), Value: 5, Timestamp: promT0}}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "requests_total", "job", "x"), nil),
+			Samples: []writev2.Sample{{Value: 5, Timestamp: promT0}},
+			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "abc"), nil), Value: 5, Timestamp: promT0},
+				{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", strings.Repeat("y", 200)), nil), Value: 6, Timestamp: promT0 + 1}}},
 	}}
 	req.Symbols = st.Symbols()
 	r := ps.writeV2(req)
-	if r.code != 400 || !strings.Contains(string(r.body), "exemplars not written") {
+	if r.code != 204 {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
-	if r.header.Get(promhttp.HeaderSamplesWritten) != "1" || r.header.Get(promhttp.HeaderHistogramsWritten) != "1" || r.header.Get(promhttp.HeaderExemplarsWritten) != "0" {
+	// The exemplar of 203 characters is dropped (Prometheus' limit is 128),
+	// as Prometheus' receiver drops it, failing nothing.
+	if r.header.Get(promhttp.HeaderSamplesWritten) != "1" || r.header.Get(promhttp.HeaderHistogramsWritten) != "1" || r.header.Get(promhttp.HeaderExemplarsWritten) != "1" {
 		t.Fatalf("written headers %v", r.header)
 	}
 	code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {"requests_total"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
-	if code != 200 || promVector(t, ar)[`{__name__="requests_total"}`] != "5" {
+	if code != 200 || promVector(t, ar)[`{__name__="requests_total", job="x"}`] != "5" {
 		t.Fatalf("the float sample must be stored: %s", ar.Data)
 	}
 	code, ar = ps.api("GET", "/api/v1/query", url.Values{"query": {"latency_seconds"}, "time": {strconv.FormatInt(promT0/1000, 10)}})
 	if code != 200 || !strings.Contains(string(ar.Data), `"histogram":[`) || !strings.Contains(string(ar.Data), `"count":"2"`) {
 		t.Fatalf("the histogram must be stored and read back: %d %s", code, ar.Data)
+	}
+	code, ar = ps.api("GET", "/api/v1/query_exemplars", url.Values{"query": {`rate(requests_total{job="x"}[5m])`},
+		"start": {strconv.FormatInt(promT0/1000-60, 10)}, "end": {strconv.FormatInt(promT0/1000+60, 10)}})
+	want := `[{"seriesLabels":{"__name__":"requests_total","job":"x"},"exemplars":[{"labels":{"trace_id":"abc"},"value":"5","timestamp":` + string(prom.AppendTimestamp(nil, promT0)) + `}]}]`
+	if code != 200 || string(ar.Data) != want {
+		t.Fatalf("query_exemplars: %d %s, want %s", code, ar.Data, want)
+	}
+	if m := string(ps.do("GET", "/metrics", nil, nil).body); !strings.Contains(m, `hourglass_remote_write_exemplars_refused_total{reason="limit"} 1`) {
+		t.Fatalf("/metrics does not count the dropped exemplar")
 	}
 }
 

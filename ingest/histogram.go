@@ -14,12 +14,13 @@ import (
 // Batch of points: it checks names and timestamps as the Batch does and
 // shares its request's count of new series. Not safe for concurrent use.
 type HistBatch struct {
-	b       *Batch
-	samples []series.HistSample
-	pos     []int
-	errs    []error
-	commit  []error
-	n       int
+	b         *Batch
+	samples   []series.HistSample
+	pos       []int
+	errs      []error
+	commit    []error
+	n         int
+	exemplars []series.ExemplarSample
 }
 
 // NewHistBatch returns an empty histogram batch sharing b's writer, name
@@ -120,3 +121,21 @@ func (hb *HistBatch) Commit(ctx context.Context) error {
 
 // Errors returns each sample's error (nil for stored ones), in the order added.
 func (hb *HistBatch) Errors() []error { return hb.errs }
+
+// AddExemplar queues an exemplar of the series l, which must be Labels a
+// batch of the same Writer accepted (LastLabels). Its labels must not
+// alias memory the caller reuses.
+func (hb *HistBatch) AddExemplar(l series.Labels, labels []series.Tag, v float64, t int64) {
+	hb.exemplars = append(hb.exemplars, series.ExemplarSample{Series: l, Exemplar: series.Exemplar{Labels: labels, Value: v, T: t}})
+}
+
+// CommitExemplars appends the queued exemplars through the WAL and returns
+// how many were kept (see series.Head.AppendExemplars); the error means
+// none was.
+func (hb *HistBatch) CommitExemplars(ctx context.Context) (int, error) {
+	if len(hb.exemplars) == 0 {
+		return 0, nil
+	}
+	defer func() { clear(hb.exemplars); hb.exemplars = hb.exemplars[:0] }()
+	return hb.b.w.head.AppendExemplars(ctx, hb.exemplars, &hb.b.req)
+}

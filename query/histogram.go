@@ -206,3 +206,17 @@ func (it *promHistIterator[T]) AtST() int64 { return 0 }
 
 // Err returns the error that ended the iteration.
 func (it *promHistIterator[T]) Err() error { return it.err }
+
+// Exemplar is one exemplar of a series (series.Exemplar).
+type Exemplar = series.Exemplar
+
+// Exemplars returns the exemplars the head keeps for the series l in
+// [start, end], oldest first (none when the head keeps none).
+func (e *Engine) Exemplars(l series.Labels, start, end int64) []Exemplar {
+	if eh, ok := e.head.(interface {
+		Exemplars(l series.Labels, start, end int64) []series.Exemplar
+	}); ok {
+		return eh.Exemplars(l, start, end)
+	}
+	return nil
+}

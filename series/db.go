@@ -56,6 +56,7 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 		h.shards[i].m = map[Labels]*memSeries{}
 	}
 	h.m = newMetrics(opts.Registerer, h)
+	h.exemplars = newExemplarStore(opts.Exemplars, opts.Registerer) // hook: exemplar.go
 	fl.m = h.m
 	fl.closing = h.closed.Load
 	fl.rollups = newRollupWriter(st, opts.Layout, opts.Rollup, opts.Logger, opts.Registerer)
@@ -77,6 +78,10 @@ func Open(ctx context.Context, st store.Store, uids *uid.Table, idx *Index, opts
 		}
 	}
 	db.goRun(fl.run)
+	if err := h.loadExemplars(ctx); err != nil { // hook: exemplar_persist.go
+		fl.stop()
+		return nil, fmt.Errorf("series: loading the exemplars: %w", err)
+	}
 	if err := h.replay(ctx); err != nil {
 		fl.stop()
 		return nil, err
@@ -136,6 +141,9 @@ func (db *DB) TakeSnapshot(ctx context.Context, dir string, skipHead bool) (Snap
 func (db *DB) Flush(ctx context.Context) error {
 	db.sealWhere(func(*openChunk) bool { return true })
 	if err := db.Head.flushHistograms(ctx, true); err != nil { // hook: histogram.go
+		return err
+	}
+	if err := db.Head.persistExemplars(ctx); err != nil { // hook: exemplar_persist.go
 		return err
 	}
 	return db.flusher.Wait(ctx)

@@ -160,7 +160,8 @@ func (h *Head) applyDelete(ls []Labels, start, end int64, seg int) *deleteJob {
 		}
 		s.mu.Unlock()
 	}
-	h.hist.deleteRange(ls, start, end) // hook: histogram.go
+	h.hist.deleteRange(ls, start, end)      // hook: histogram.go
+	h.exemplars.deleteRange(ls, start, end) // hook: exemplar.go
 	job := &deleteJob{labels: ls, start: start, end: end, minSeg: seg, done: make(chan struct{})}
 	h.fl.queueDelete(job)
 	return job

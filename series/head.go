@@ -59,7 +59,9 @@ type Options struct {
 	IndexSync IndexSyncOptions
 	// Rollup configures the rollups the flusher computes (rollup.go);
 	// none by default.
-	Rollup     RollupOptions
+	Rollup RollupOptions
+	// Exemplars bounds the exemplars kept (exemplar.go).
+	Exemplars  ExemplarOptions
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Now        func() time.Time
@@ -159,8 +161,9 @@ type Head struct {
 	lateSealing atomic.Bool
 
 	// hist holds the native histogram samples not yet in the store
-	// (histogram.go).
-	hist histHead
+	// (histogram.go); exemplars the series' latest exemplars (exemplar.go).
+	hist      histHead
+	exemplars *exemplarStore
 
 	// walLow is the segment below which the last truncation removed every
 	// segment; only the sweeper uses it.
@@ -280,6 +283,12 @@ func (h *Head) replay(ctx context.Context) error {
 			if s := refs[ref]; s != nil {
 				pts++
 				h.histAdd(s, p, seg, replayNow)
+			}
+			return nil
+		},
+		onExemplar: func(ref uint64, e Exemplar) error {
+			if s := refs[ref]; s != nil {
+				h.exemplars.add(s.labels, s.tsuid, e, true)
 			}
 			return nil
 		},

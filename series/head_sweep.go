@@ -29,7 +29,9 @@ func (h *Head) sweep() {
 		h.sealWhere(func(c *openChunk) bool { return c.minSeg <= oldest })
 	}
 	_ = h.flushHistograms(context.Background(), h.log.Size() > h.opts.WALMaxBytes) // hook: histogram.go; a failure is retried
-	h.truncateWAL()
+	if h.persistExemplars(context.Background()) == nil {                           // hook: exemplar_persist.go; the WAL keeps them until stored
+		h.truncateWAL()
+	}
 	h.forgetIdle(now)
 }
 

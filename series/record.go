@@ -73,10 +73,11 @@ func appendDelete(dst []byte, start, end int64, ls []Labels) []byte {
 
 // recordDecoder walks the entries of one record.
 type recordDecoder struct {
-	onSeries func(ref uint64, l Labels) error
-	onSample func(s walSample) error
-	onDelete func(start, end int64, ls []Labels) error
-	onHist   func(ref uint64, p chunk.HistPoint) error // histogram.go; nil skips them
+	onSeries   func(ref uint64, l Labels) error
+	onSample   func(s walSample) error
+	onDelete   func(start, end int64, ls []Labels) error
+	onHist     func(ref uint64, p chunk.HistPoint) error // histogram.go; nil skips them
+	onExemplar func(ref uint64, e Exemplar) error        // exemplar.go; nil skips them
 }
 
 // readLabels reads a length-prefixed Labels from rec.
@@ -96,6 +97,12 @@ func (d *recordDecoder) decode(rec []byte) error {
 		switch typ {
 		case entryHistograms: // histogram.go
 			rest, err := decodeHistograms(rec, d.onHist)
+			if err != nil {
+				return err
+			}
+			rec = rest
+		case entryExemplars: // exemplar.go
+			rest, err := decodeExemplars(rec, d.onExemplar)
 			if err != nil {
 				return err
 			}

@@ -602,7 +602,7 @@ func (p *queryAPI) handleRules(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleExemplars is /api/v1/query_exemplars: the parameters are checked as
-// Prometheus checks them; no exemplars are stored, so the answer is empty.
+// Prometheus checks them, then answerExemplars answers.
 func (p *queryAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
 	start, err := promParseTimeParam(r, "start", promMinTime)
 	if err != nil {
@@ -618,9 +618,10 @@ func (p *queryAPI) handleExemplars(w http.ResponseWriter, r *http.Request) {
 		p.respondError(w, prom.ErrorBadData, "end timestamp must not be before start timestamp")
 		return
 	}
-	if _, err := p.parser.ParseExpr(r.FormValue("query")); err != nil {
+	expr, err := p.parser.ParseExpr(r.FormValue("query"))
+	if err != nil {
 		p.respondError(w, prom.ErrorBadData, err.Error())
 		return
 	}
-	p.respond(w, []byte(`[]`), nil, nil)
+	p.answerExemplars(w, r, expr, start.UnixMilli(), end.UnixMilli()) // handler_exemplars.go
 }

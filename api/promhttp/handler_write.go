@@ -53,6 +53,7 @@ type promWriteOutcome struct {
 	msg         prom.Message
 	written     int64 // samples stored
 	histWritten int64 // native histogram samples stored
+	exWritten   int64 // exemplars kept
 	rejected    int64 // samples, histograms and exemplars not stored for what they are
 	received    int64 // samples, histograms and exemplars in the request
 	first       error // the first invalid series or sample
@@ -64,7 +65,7 @@ func (p *remote) writeReply(w http.ResponseWriter, o *promWriteOutcome, code int
 		h := w.Header()
 		h.Set(HeaderSamplesWritten, strconv.FormatInt(o.written, 10))
 		h.Set(HeaderHistogramsWritten, strconv.FormatInt(o.histWritten, 10))
-		h.Set(HeaderExemplarsWritten, "0")
+		h.Set(HeaderExemplarsWritten, strconv.FormatInt(o.exWritten, 10))
 	}
 	if code == http.StatusNoContent {
 		w.WriteHeader(code)
@@ -183,6 +184,11 @@ func (p *remote) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
 	if err == nil {
 		err = ws.commitHist()
 	}
+	if err == nil && ws.hb != nil {
+		var n int
+		n, err = ws.hb.CommitExemplars(ctx)
+		o.exWritten += int64(n)
+	}
 	if err != nil && o.storeErr == nil {
 		o.storeErr = err
 	}
@@ -201,10 +207,6 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if s.Err != nil {
 		ws.reject(s.NumSamples+s.Histograms+s.Exemplars, s.Err)
 		return nil
-	}
-	if s.Exemplars > 0 {
-		ws.reject(s.Exemplars, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: fmt.Sprintf(
-			"%d exemplars not written: this receiver does not store exemplars (turn send_exemplars off)", s.Exemplars)})
 	}
 	if md := s.Metadata; md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != "" {
 		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
@@ -255,12 +257,12 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if bad != nil {
 		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: bad.Error()})
 	}
-	if s.Histograms > 0 { // hook: handler_write_hist.go
+	if s.Histograms > 0 || s.Exemplars > 0 { // hook: handler_write_hist.go
 		var kl model.Labels
 		if known != nil {
 			kl = known.Labels
 		}
-		return ws.histograms(s, kl)
+		return ws.histogramsAndExemplars(s, kl)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package promhttp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,26 +22,69 @@ import (
 
 // histMetrics counts the histogram samples refused by remote write.
 type histMetrics struct {
-	refused *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	exRefused *prometheus.CounterVec
 }
 
 func newHistMetrics(reg *prometheus.Registry) *histMetrics {
 	m := &histMetrics{refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hourglass_remote_write_histograms_refused_total",
 		Help: "Native histogram samples refused by remote write, by reason: limit (over -prom-write-max-histogram-buckets), invalid.",
-	}, []string{"reason"})}
+	}, []string{"reason"}),
+		exRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_remote_write_exemplars_refused_total",
+			Help: "Exemplars dropped by remote write, by reason: limit (labels over 128 characters), invalid, no_sample (their series had no sample or histogram accepted). The request is not failed for them, as Prometheus' receiver does.",
+		}, []string{"reason"})}
 	if reg != nil {
-		reg.MustRegister(m.refused)
+		reg.MustRegister(m.refused, m.exRefused)
 	}
 	return m
 }
 
-// histograms queues the series' histogram samples; known is the series'
-// Labels when a float sample (or an earlier request) found them.
-func (ws *promWriteState) histograms(s *prom.Series, known model.Labels) error {
+// histogramsAndExemplars queues the series' histogram samples, then its
+// exemplars; known is the series' Labels when a float sample (or an
+// earlier request) found them.
+func (ws *promWriteState) histogramsAndExemplars(s *prom.Series, known model.Labels) error {
 	if ws.hb == nil {
 		ws.hb = ws.batch.NewHistBatch()
 	}
+	known, err := ws.histograms(s, known)
+	if err != nil {
+		return err
+	}
+	ws.exemplars(s, known)
+	return nil
+}
+
+// exemplars queues the series' exemplars, once one of its samples or
+// histograms has named the series (known). As Prometheus' receiver, an
+// exemplar it cannot keep (bad or over-long labels, a series with no
+// accepted sample) is dropped and counted, and fails nothing.
+func (ws *promWriteState) exemplars(s *prom.Series, known model.Labels) {
+	for e, err := range s.ExemplarSamples() {
+		var he *prom.HistogramError
+		switch {
+		case err != nil && errors.As(err, &he) && he.Limit():
+			ws.p.histM.exRefused.WithLabelValues("limit").Inc()
+			continue
+		case err != nil:
+			ws.p.histM.exRefused.WithLabelValues("invalid").Inc()
+			continue
+		case known == "":
+			ws.p.histM.exRefused.WithLabelValues("no_sample").Inc()
+			continue
+		}
+		tags := make([]model.Tag, len(e.Labels))
+		for i, l := range e.Labels { // they alias the body
+			tags[i] = model.Tag{Key: strings.Clone(l.Name), Value: strings.Clone(l.Value)}
+		}
+		ws.hb.AddExemplar(known, tags, e.Value, e.T)
+	}
+}
+
+// histograms queues the series' histogram samples and returns the series'
+// Labels, known or found.
+func (ws *promWriteState) histograms(s *prom.Series, known model.Labels) (model.Labels, error) {
 	var bad error
 	nbad := 0
 	for hs, err := range s.HistogramSamples() {
@@ -69,14 +113,14 @@ func (ws *promWriteState) histograms(s *prom.Series, known model.Labels) error {
 		}
 		if ws.hb.Len() >= promCommitEvery {
 			if err := ws.commitHist(); err != nil {
-				return err
+				return known, err
 			}
 		}
 	}
 	if bad != nil {
 		ws.reject(nbad, &prom.SeriesError{Index: s.Index, Labels: promRenderSeries(s), Reason: bad.Error()})
 	}
-	return nil
+	return known, nil
 }
 
 // commitHist appends the queued histogram samples. An error means the

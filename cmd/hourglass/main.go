@@ -60,6 +60,8 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", cfg.RetentionInterval, "how often data past -retention is dropped")
 	rollupFlags(fs, &cfg.Rollup) // rollup.go
 	fs.DurationVar(&cfg.SealGrace, "seal-grace", cfg.SealGrace, "how long after its hour an open chunk waits for late points")
+	fs.IntVar(&cfg.Exemplars.Max, "max-exemplars", cfg.Exemplars.Max, "exemplars kept in all (remote write); past it a series with none gets none, one with some replaces its oldest; negative keeps none")
+	fs.IntVar(&cfg.Exemplars.PerSeries, "max-exemplars-per-series", cfg.Exemplars.PerSeries, "exemplars kept for one series; a new one replaces its oldest")
 	fs.DurationVar(&cfg.LateGrace, "late-grace", cfg.LateGrace, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written")
 	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", cfg.LateMaxPoints, "points all late chunks may hold; past it they are written early")
 	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", cfg.StoreCacheBytes, "block cache of the embedded store")

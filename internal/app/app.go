@@ -73,6 +73,10 @@ type Config struct {
 	// -rollup.retention; series/rollup.go).
 	Rollup series.RollupOptions
 
+	// Exemplars bounds the exemplars kept (-max-exemplars,
+	// -max-exemplars-per-series; series/exemplar.go).
+	Exemplars series.ExemplarOptions
+
 	StoreCacheBytes int64
 	UIDCacheBytes   int
 
@@ -131,6 +135,7 @@ func DefaultConfig() Config {
 		LateMaxPoints:     so.LateMaxPoints,
 		RetentionInterval: so.RetentionInterval,
 		Rollup:            series.DefaultRollupOptions(),
+		Exemplars:         series.DefaultExemplarOptions(),
 		StoreCacheBytes:   pebble.DefaultOptions().CacheSize,
 		UIDCacheBytes:     uid.DefaultOptions().CacheBytes,
 		SeriesLimits:      series.DefaultSeriesLimits(),
@@ -243,6 +248,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		RetentionInterval: cfg.RetentionInterval,
 		IndexSync:         series.IndexSyncOptions{Interval: cfg.IndexSyncInterval},
 		Rollup:            cfg.Rollup,
+		Exemplars:         cfg.Exemplars,
 		Logger:            log.With("component", "head"),
 		Registerer:        reg,
 	})
