@@ -155,6 +155,31 @@ func (a *arena) forget() {
 
 var arenas = sync.Pool{New: func() any { return new(arena) }}
 
+// keptArenas holds the arenas of scans whose cells outlive them (a PromQL
+// querier's), to be released together once the cells are done with.
+type keptArenas struct {
+	mu sync.Mutex
+	as []*arena
+}
+
+func (k *keptArenas) add(a *arena) {
+	k.mu.Lock()
+	k.as = append(k.as, a)
+	k.mu.Unlock()
+}
+
+// release releases every arena held: nothing may read their cells after.
+func (k *keptArenas) release() {
+	k.mu.Lock()
+	as := k.as
+	k.as = nil
+	k.mu.Unlock()
+	for _, a := range as {
+		a.release()
+		arenas.Put(a)
+	}
+}
+
 // classOf returns the size class of a slab of n bytes.
 func classOf(n int) int {
 	c := 0

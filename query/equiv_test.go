@@ -355,7 +355,7 @@ func TestReadMatchesMaterialisingRead(t *testing.T) {
 				}
 			}
 			// The slow path (overlapping cells) is taken somewhere.
-			scs, err := env.eng.scan(ctx, env.entries, start, end, pointLimit{}, nil)
+			scs, err := env.eng.scan(ctx, env.entries, start, end, pointLimit{}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -168,7 +168,7 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 			}
 		}
 		return nil
-	})
+	}, nil)
 	if le := (*LimitError)(nil); errors.As(err, &le) {
 		return nil, e.exceeded(le)
 	}

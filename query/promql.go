@@ -87,6 +87,10 @@ type promQuerier struct {
 	mu      sync.Mutex
 	series  int // selected so far
 	samples int // loaded so far
+
+	// The cells of every Select, released by Close: the engine and
+	// remote read are done with the series then.
+	arenas keptArenas
 }
 
 func clampRange(start, end int64) (int64, int64) {
@@ -153,7 +157,7 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 			return q.e.exceeded(q.samplesError())
 		}
 	}
-	scs, err := q.e.scan(ctx, entries, start, end, pointLimit{max: budget, what: "samples"}, nil)
+	scs, err := q.e.scan(ctx, entries, start, end, pointLimit{max: budget, what: "samples"}, nil, &q.arenas)
 	if err != nil {
 		var le *LimitError
 		switch {
@@ -411,7 +415,12 @@ func (q *promQuerier) LabelNames(_ context.Context, hints *storage.LabelHints, m
 	return names, nil, nil
 }
 
-func (q *promQuerier) Close() error { return nil }
+// Close releases the cells the querier's series read from; their
+// iterators must not be used after it.
+func (q *promQuerier) Close() error {
+	q.arenas.release()
+	return nil
+}
 
 // promSeriesSet is the answer of one Select, already in memory.
 type promSeriesSet struct {

@@ -150,6 +150,47 @@ func (a *fold) add(t int64, f float64) {
 	}
 }
 
+// addSums is add for avg and sum over the points of b from j on up to r,
+// kahansum.Inc written out in the loop (the same operations, in the same
+// order: only additions and subtractions, which no compiler fuses). It
+// returns the index of the first point it did not take: past r, or after
+// the point whose sum overflowed an average (the caller goes on with add).
+func (a *fold) addSums(b *chunk.Block, j int, r int64) int {
+	ts := b.T
+	sum, c, n := a.sum, a.c, a.n
+	avg := a.fn == foldAvg
+	for ; j < len(ts) && ts[j] <= r; j++ {
+		f := b.Float(j)
+		if value.IsStaleNaN(f) {
+			continue
+		}
+		if n == 0 && avg {
+			sum, n, a.t = f, 1, ts[j]
+			continue
+		}
+		t := sum + f
+		if t > math.MaxFloat64 || t < -math.MaxFloat64 {
+			a.sum, a.c, a.n = sum, c, n
+			a.add(ts[j], f)
+			if a.incrMean {
+				return j + 1
+			}
+			sum, c, n = a.sum, a.c, a.n
+			continue
+		}
+		if math.Abs(sum) >= math.Abs(f) {
+			c += (sum - t) + f
+		} else {
+			c += (f - t) + sum
+		}
+		sum = t
+		n++
+		a.t = ts[j]
+	}
+	a.sum, a.c, a.n = sum, c, n
+	return j
+}
+
 func (a *fold) result() float64 {
 	switch a.fn {
 	case foldAvg:
@@ -252,6 +293,9 @@ func (it *foldIterator[T]) window(a *fold, r int64) {
 		}
 		ts := it.blk.T
 		j := it.bi
+		if a.fn == foldSum || a.fn == foldAvg && !a.incrMean {
+			j = a.addSums(&it.blk, j, r)
+		}
 		for ; j < len(ts) && ts[j] <= r; j++ {
 			if f := it.blk.Float(j); !value.IsStaleNaN(f) {
 				a.add(ts[j], f)

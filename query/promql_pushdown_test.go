@@ -128,7 +128,7 @@ func promDur(d time.Duration) string {
 }
 
 // addStale writes a series of m to the head whose samples are now and then
-// Prometheus' staleness marker.
+// Prometheus' staleness marker, and one of huge values and infinities.
 func addStale(t *testing.T, env *equivEnv) {
 	t.Helper()
 	l := series.MakeLabels("m", []series.Tag{{Key: "host", Value: "stale"}, {Key: "dc", Value: "d0"}})
@@ -140,6 +140,16 @@ func addStale(t *testing.T, env *equivEnv) {
 		}
 		samples = append(samples, series.Sample{Labels: l, T: tt, V: v})
 	}
+	// And one whose sums overflow: avg_over_time goes over to its
+	// incremental mean, sum_over_time to ±Inf.
+	huge := series.MakeLabels("m", []series.Tag{{Key: "host", Value: "huge"}, {Key: "dc", Value: "d1"}})
+	for i, tt := 0, env.last-3*rowkey.HourMs; tt <= env.last; i, tt = i+1, tt+10_000 {
+		v := []float64{1.5e308, 1.2e308, -1e308, 7, math.Inf(1), 1.7e308, -1.7e308, 3}[i%8]
+		if i%23 == 0 {
+			v = math.Inf(-1)
+		}
+		samples = append(samples, series.Sample{Labels: huge, T: tt, V: chunk.Float(v)})
+	}
 	errs := make([]error, len(samples))
 	if err := env.head.Append(context.Background(), samples, errs); err != nil {
 		t.Fatal(err)
@@ -148,6 +158,10 @@ func addStale(t *testing.T, env *equivEnv) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// To the store, where they are read a block at a time.
+	if err := env.head.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -151,7 +151,7 @@ func (e *Engine) read(ctx context.Context, entries []*series.Entry, start, end i
 			}
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ type worker struct {
 // consume (when not nil) with the indexes of the entries it read; consume
 // may decode them and drop their cells. More points read than lim allows
 // is a LimitError.
-func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, lim pointLimit, consume func(w *worker, idx []int, scs []seriesCells) error) ([]seriesCells, error) {
+func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, lim pointLimit, consume func(w *worker, idx []int, scs []seriesCells) error, keep *keptArenas) ([]seriesCells, error) {
 	scs := make([]seriesCells, len(entries))
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
@@ -204,9 +204,8 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		go func(salt byte, idx []int) {
 			defer func() { <-sem; wg.Done() }()
 			mem := arenas.Get().(*arena)
-			defer arenas.Put(mem)
 			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, mem)
-			mem.place(scs, consume != nil)
+			mem.place(scs, consume != nil || keep != nil)
 			mu.Lock()
 			total += n
 			if err == nil && lim.over(total) {
@@ -227,8 +226,12 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 					scs[i].cells, scs[i].hist = nil, nil
 				}
 				mem.release()
+				arenas.Put(mem)
+			} else if err == nil && keep != nil {
+				keep.add(mem) // released when the cells are done with
 			} else {
 				mem.forget()
+				arenas.Put(mem)
 			}
 			if err != nil {
 				mu.Lock()
