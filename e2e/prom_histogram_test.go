@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunks"
@@ -243,4 +245,59 @@ func TestPromNativeHistogramsEndToEnd(t *testing.T) {
 	s.stop()
 	s.restart()
 	histCheck(t, s, "after a restart", times, want)
+}
+
+// TestPromHistogramsExemplarsPlainV2 sends one plain 2.0 request carrying
+// native histograms and exemplars with Prometheus' write client: 204 with
+// every sample, histogram and exemplar counted as written; the exemplars
+// are served by /api/v1/query_exemplars after a kill -9 and a restart.
+func TestPromHistogramsExemplarsPlainV2(t *testing.T) {
+	s := start(t, t.TempDir())
+	u, _ := url.Parse(s.url + "/api/v1/write")
+	c, err := remote.NewWriteClient("hourglass", &remote.ClientConfig{URL: &config_util.URL{URL: u},
+		Timeout: model.Duration(30 * time.Second), HTTPClientConfig: config_util.DefaultHTTPClientConfig, WriteProtoMsg: remoteapi.WriteV2MessageType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	h := &histogram.Histogram{Schema: 1, Count: 7, Sum: 3.5, PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{1, 2, 0}}
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "e2e_req_seconds", "job", "api"), nil),
+			Histograms: []writev2.Histogram{writev2.FromIntHistogram(0, now, h), writev2.FromIntHistogram(0, now+15000, h)},
+			Exemplars:  []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "t1"), nil), Value: 0.25, Timestamp: now}}},
+		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "e2e_req_total", "job", "api"), nil),
+			Samples:   []writev2.Sample{{Value: 7, Timestamp: now}},
+			Exemplars: []writev2.Exemplar{{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("trace_id", "t2", "span_id", "s2"), nil), Value: 7, Timestamp: now}}},
+	}}
+	req.Symbols = st.Symbols()
+	b, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := c.Store(context.Background(), snappy.Encode(nil, b), 0)
+	if err != nil || !stats.Confirmed || stats.Samples != 1 || stats.Histograms != 2 || stats.Exemplars != 2 {
+		t.Fatalf("Store: %v, stats %+v; want 204 with 1 sample, 2 histograms, 2 exemplars written", err, stats)
+	}
+	want := `[{"seriesLabels":{"__name__":"e2e_req_seconds","job":"api"},"exemplars":[{"labels":{"trace_id":"t1"},"value":"0.25","timestamp":` +
+		promSeconds(now) + `}]},{"seriesLabels":{"__name__":"e2e_req_total","job":"api"},"exemplars":[{"labels":{"span_id":"s2","trace_id":"t2"},"value":"7","timestamp":` +
+		promSeconds(now) + `}]}]`
+	check := func(what string) {
+		t.Helper()
+		code, env := promAPI(t, s, "GET", "/api/v1/query_exemplars", url.Values{"query": {`{job="api"}`},
+			"start": {promSeconds(now - 60000)}, "end": {promSeconds(now + 60000)}})
+		if code != 200 || string(env["data"]) != want {
+			t.Fatalf("%s: query_exemplars %d %s\nwant %s", what, code, env["data"], want)
+		}
+		if got := promInstant(t, s, "GET", `histogram_count(e2e_req_seconds)`, now+15000); got[`{job="api"}`] != "7" {
+			t.Fatalf("%s: histogram_count %v", what, got)
+		}
+	}
+	check("as written")
+	s.kill()
+	s.restart()
+	check("after kill -9")
+	s.stop()
+	s.restart()
+	check("after a restart")
 }
