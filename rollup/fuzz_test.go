@@ -1,6 +1,7 @@
 package rollup
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"os"
@@ -60,6 +61,20 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatal(err)
 		}
 		roundTrip(t, base, iv, bs)
+		// The same cell built bucket by bucket from a split (AppendBucket).
+		k0 := int(split) % (len(bs) + 1)
+		cell, end, err := AppendCellEnd(nil, base, iv, bs[:k0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := k0; i < len(bs); i++ {
+			if cell, end, err = AppendBucket(nil, cell, iv, end, &bs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want, _ := AppendCell(nil, base, iv, bs); !bytes.Equal(cell, want) {
+			t.Fatalf("appended bucket by bucket from %d: %x, want %x", k0, cell, want)
+		}
 		if len(pts) == 0 {
 			return
 		}

@@ -197,7 +197,7 @@ func (w *rollupWriter) write(ctx context.Context, rows []rollupRow) error {
 		return fmt.Errorf("series: writing rollups: %w", err)
 	}
 	for _, d := range days {
-		w.cache.put(d.key, d.cell)
+		w.cache.put(d.key, d.dayCell)
 	}
 	w.m.cells.Add(float64(len(muts)))
 	return nil
@@ -300,15 +300,30 @@ func (w *rollupWriter) mutations(ctx context.Context, rows []rollupRow, raw map[
 	if len(order) == 0 {
 		return muts, nil, nil
 	}
-	var miss []dayKey
+	byKey := make(map[dayKey][]dayEdit, len(order))
+	for _, e := range edits {
+		byKey[e.key] = append(byKey[e.key], e)
+	}
+	var cached []cachedDay
+	var miss, slow []dayKey
 	for _, dk := range order {
-		cell, ok := w.cache.get(dk)
-		if ok {
-			days[dk], ok = decodeDay(cell, dk.day)
-		}
+		d, ok := w.cache.get(dk)
 		if !ok {
 			miss = append(miss, dk)
+			slow = append(slow, dk)
+			continue
 		}
+		// The hours of a day settling in order: the bucket goes after the
+		// cell's last one, without decoding it.
+		if d2, ok := appendDay(d, dk.iv, byKey[dk]); ok {
+			muts = append(muts, w.dayMutation(dk, d2.cell))
+			cached = append(cached, cachedDay{dk, d2})
+			continue
+		}
+		if days[dk], ok = decodeDay(d.cell, dk.day); !ok {
+			miss = append(miss, dk)
+		}
+		slow = append(slow, dk)
 	}
 	if len(miss) > 0 {
 		w.m.dayReads.Add(float64(len(miss)))
@@ -316,19 +331,32 @@ func (w *rollupWriter) mutations(ctx context.Context, rows []rollupRow, raw map[
 			return nil, nil, err
 		}
 	}
-	for _, e := range edits {
-		days[e.key] = rollup.ReplaceBuckets(days[e.key], e.from, e.to, e.bs)
-	}
-	cached := make([]cachedDay, 0, len(order))
-	for _, dk := range order {
-		m, err := rollup.CellMutation(w.layout, []byte(dk.tsuid), dk.iv, dk.day, days[dk])
-		if err != nil {
-			return nil, nil, err
+	for _, dk := range slow {
+		bs := days[dk]
+		for _, e := range byKey[dk] {
+			bs = rollup.ReplaceBuckets(bs, e.from, e.to, e.bs)
 		}
-		muts = append(muts, m)
-		cached = append(cached, cachedDay{dk, m.Value})
+		var d dayCell
+		if len(bs) > 0 {
+			var err error
+			if d.cell, d.end, err = rollup.AppendCellEnd(nil, dk.day, dk.iv, bs); err != nil {
+				return nil, nil, err
+			}
+		}
+		muts = append(muts, w.dayMutation(dk, d.cell))
+		cached = append(cached, cachedDay{dk, d})
 	}
 	return muts, cached, nil
+}
+
+// dayMutation writes the day cell of dk, or deletes it when cell is nil.
+func (w *rollupWriter) dayMutation(dk dayKey, cell []byte) store.Mutation {
+	return store.Mutation{
+		Row:       rollup.AppendRowKey(nil, w.layout, []byte(dk.tsuid), dk.iv, dk.day),
+		Qualifier: rollup.AppendQualifier(nil, dk.day, dk.day),
+		Value:     cell,
+		Delete:    cell == nil,
+	}
 }
 
 // dayEdit replaces the buckets in [from, to) of a day cell by bs.

@@ -17,18 +17,24 @@ type dayCache struct {
 	mu    sync.Mutex
 	max   int64
 	bytes int64
-	m     map[dayKey][]byte
+	m     map[dayKey]dayCell
+}
+
+// dayCell is a day cell as written, and its end (rollup.AppendBucket).
+type dayCell struct {
+	cell []byte // nil: there is none
+	end  rollup.CellEnd
 }
 
 func newDayCache(max int64) *dayCache {
-	return &dayCache{max: max, m: map[dayKey][]byte{}}
+	return &dayCache{max: max, m: map[dayKey]dayCell{}}
 }
 
 // get returns the cell of k and whether it is known (a nil cell: known to
 // be absent).
-func (c *dayCache) get(k dayKey) ([]byte, bool) {
+func (c *dayCache) get(k dayKey) (dayCell, bool) {
 	if c == nil {
-		return nil, false
+		return dayCell{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -36,18 +42,18 @@ func (c *dayCache) get(k dayKey) ([]byte, bool) {
 	return v, ok
 }
 
-// put records the cell of k as written (nil: deleted).
-func (c *dayCache) put(k dayKey, cell []byte) {
+// put records the cell of k as written.
+func (c *dayCache) put(k dayKey, d dayCell) {
 	if c == nil || c.max <= 0 {
 		return
 	}
-	size := int64(len(k.tsuid) + len(cell) + 64)
+	size := int64(len(k.tsuid) + len(d.cell) + 96)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[k]; ok {
-		c.bytes -= int64(len(k.tsuid) + len(old) + 64)
+		c.bytes -= int64(len(k.tsuid) + len(old.cell) + 96)
 	}
-	c.m[k] = cell
+	c.m[k] = d
 	c.bytes += size
 	if c.bytes > c.max {
 		// Forget a quarter (map order is random enough to spread it).
@@ -56,7 +62,7 @@ func (c *dayCache) put(k dayKey, cell []byte) {
 				break
 			}
 			delete(c.m, k2)
-			c.bytes -= int64(len(k2.tsuid) + len(v) + 64)
+			c.bytes -= int64(len(k2.tsuid) + len(v.cell) + 96)
 		}
 	}
 }
@@ -70,7 +76,7 @@ func (c *dayCache) forget(k dayKey) {
 	defer c.mu.Unlock()
 	if v, ok := c.m[k]; ok {
 		delete(c.m, k)
-		c.bytes -= int64(len(k.tsuid) + len(v) + 64)
+		c.bytes -= int64(len(k.tsuid) + len(v.cell) + 96)
 	}
 }
 
@@ -84,15 +90,37 @@ func (c *dayCache) forgetBefore(iv, day int64) {
 	for k, v := range c.m {
 		if k.iv == iv && k.day < day {
 			delete(c.m, k)
-			c.bytes -= int64(len(k.tsuid) + len(v) + 64)
+			c.bytes -= int64(len(k.tsuid) + len(v.cell) + 96)
 		}
 	}
 }
 
 // cachedDay is a day cell a write will record once it succeeded.
 type cachedDay struct {
-	key  dayKey
-	cell []byte // nil: deleted
+	key dayKey
+	dayCell
+}
+
+// appendDay returns d with the buckets of edits appended, when every edit
+// comes after the cell's last bucket (the hours of a day settling in
+// order); false otherwise.
+func appendDay(d dayCell, iv int64, edits []dayEdit) (dayCell, bool) {
+	if d.cell == nil {
+		return d, false
+	}
+	for _, e := range edits {
+		if e.from < d.end.Next {
+			return d, false
+		}
+		for i := range e.bs {
+			cell, end, err := rollup.AppendBucket(nil, d.cell, iv, d.end, &e.bs[i])
+			if err != nil {
+				return d, false
+			}
+			d = dayCell{cell, end}
+		}
+	}
+	return d, true
 }
 
 // decodeDay returns the buckets of a cached day cell; false if it does not
