@@ -78,3 +78,14 @@ func TestKind(t *testing.T) {
 		t.Errorf("NoSuchNameError: %q", err)
 	}
 }
+
+func TestUIDHex(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{{nil, ""}, {[]byte{0, 0, 1}, "000001"}, {[]byte{0xab, 0x0f, 0xf0, 0x9c}, "AB0FF09C"}} {
+		if got := UIDHex(c.in); got != c.want {
+			t.Errorf("UIDHex(%x) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -72,3 +72,13 @@ func (e *NoSuchNameError) Error() string {
 }
 
 func (e *NoSuchNameError) Unwrap() error { return ErrNoSuchName }
+
+// UIDHex is a UID or a TSUID as OpenTSDB prints it: upper-case hex.
+func UIDHex(b []byte) string {
+	const digits = "0123456789ABCDEF"
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	return string(out)
+}

@@ -307,7 +307,7 @@ func queryResult(req *opentsdb.QueryRequest, sb *subResult, i int, globals []ope
 	if req.ShowTSUIDs {
 		qr.TSUIDs = make([]string, len(res.TSUIDs))
 		for j, id := range res.TSUIDs {
-			qr.TSUIDs[j] = hexUpper(id)
+			qr.TSUIDs[j] = model.UIDHex(id)
 		}
 		sort.Strings(qr.TSUIDs)
 	}
@@ -385,18 +385,9 @@ func toOpenTSDBNotes(list []meta.Annotation) []opentsdb.Annotation {
 
 func toOpenTSDBNote(a *meta.Annotation) opentsdb.Annotation {
 	return opentsdb.Annotation{
-		TSUID: hexUpper(a.TSUID), Description: a.Description, Notes: a.Notes, Custom: a.Custom,
+		TSUID: model.UIDHex(a.TSUID), Description: a.Description, Notes: a.Notes, Custom: a.Custom,
 		StartTime: a.StartTime, EndTime: a.EndTime,
 	}
-}
-
-func hexUpper(b []byte) string {
-	const digits = "0123456789ABCDEF"
-	out := make([]byte, 2*len(b))
-	for i, c := range b {
-		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
-	}
-	return string(out)
 }
 
 // engineRequest turns an OpenTSDB sub-query into an engine request.

@@ -126,7 +126,7 @@ func (s *reads) handleLookup(w http.ResponseWriter, r *http.Request) {
 	for i, e := range found {
 		tags := map[string]string{}
 		e.Labels.Range(func(k, v string) bool { tags[k] = v; return true })
-		results[i] = result{TSUID: hexUpper(e.TSUID), Metric: e.Labels.Metric(), Tags: tags}
+		results[i] = result{TSUID: model.UIDHex(e.TSUID), Metric: e.Labels.Metric(), Tags: tags}
 	}
 	tags := make([]map[string]string, len(req.Tags))
 	for i, t := range req.Tags {
@@ -292,7 +292,7 @@ func (s *reads) handleQueryLast(w http.ResponseWriter, r *http.Request) {
 			b.Write(t)
 		}
 		b.WriteString(`,"tsuid":`)
-		writeJSONString(&b, hexUpper(p.Entry.TSUID))
+		writeJSONString(&b, model.UIDHex(p.Entry.TSUID))
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')

@@ -57,7 +57,7 @@ func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 			id, err := s.uids.Assign(r.Context(), k.kind, name)
 			switch {
 			case errors.Is(err, model.ErrExists):
-				bad[name] = "Name already exists with UID: " + hexUpper(id)
+				bad[name] = "Name already exists with UID: " + model.UIDHex(id)
 				failed++
 			case err != nil:
 				if code, _, _ := openTSDBStatus(err); code >= 500 {
@@ -67,7 +67,7 @@ func (s *uidAPI) handleUIDAssign(w http.ResponseWriter, r *http.Request) {
 				bad[name] = err.Error()
 				failed++
 			default:
-				ok[name] = hexUpper(id)
+				ok[name] = model.UIDHex(id)
 			}
 		}
 		resp[k.name] = ok
@@ -112,7 +112,7 @@ func (s *uidAPI) uidMeta(ctx context.Context, kind model.Kind, id []byte) (*open
 	if err != nil {
 		return nil, m, err
 	}
-	return &opentsdb.UIDMeta{UID: hexUpper(id), Type: uidTypes[kind], Name: name, Description: m.Description,
+	return &opentsdb.UIDMeta{UID: model.UIDHex(id), Type: uidTypes[kind], Name: name, Description: m.Description,
 		Notes: m.Notes, Created: m.Created, Custom: m.Custom, DisplayName: m.DisplayName}, m, nil
 }
 
@@ -201,7 +201,7 @@ func setIfSent(dst *string, v *string) {
 // UIDMeta of its metric and tags, and its last point's time.
 func (s *uidAPI) tsMeta(ctx context.Context, tsuid []byte, m meta.TSMeta) (*opentsdb.TSMeta, error) {
 	l := s.layout()
-	out := &opentsdb.TSMeta{TSUID: hexUpper(tsuid), Description: m.Description, Notes: m.Notes, Created: m.Created,
+	out := &opentsdb.TSMeta{TSUID: model.UIDHex(tsuid), Description: m.Description, Notes: m.Notes, Created: m.Created,
 		Units: m.Units, Retention: m.Retention, Max: opentsdb.JSONFloat(m.Max), Min: opentsdb.JSONFloat(m.Min),
 		Custom: m.Custom, DisplayName: m.DisplayName, DataType: m.DataType, Tags: []*opentsdb.UIDMeta{}}
 	var err error
