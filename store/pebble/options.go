@@ -129,6 +129,10 @@ func (o Options) pebbleOptions(logger *slog.Logger) (*pebbledb.Options, error) {
 		Logger:        slogLogger{logger},
 		EventListener: eventListener(logger),
 		FS:            o.FS,
+		// Delete obsolete logs instead of keeping them for reuse: Pebble
+		// keeps up to MemTableStopWritesThreshold+1 of them, each as large
+		// as it grew, and a closed store left 10-119 MB of them (issue 17).
+		Cleaner: noRecycleCleaner{},
 	}
 	if po.MemTableSize == 0 {
 		po.MemTableSize = DefaultOptions().MemTableSize
@@ -151,3 +155,15 @@ func (o Options) pebbleOptions(logger *slog.Logger) (*pebbledb.Options, error) {
 	po.ApplyCompressionSettings(func() pebbledb.DBCompressionSettings { return cs })
 	return po, nil
 }
+
+// noRecycleCleaner deletes obsolete files, as Pebble's default cleaner, and
+// turns off the recycling of WAL files: Pebble recycles logs only when its
+// cleaner does not need the files' contents, which ArchiveCleaner says it
+// does (an unexported marker method, promoted from the embedded marker
+// below). Clean and String come from DeleteCleaner, embedded shallower.
+type noRecycleCleaner struct {
+	pebbledb.DeleteCleaner
+	needsContents
+}
+
+type needsContents struct{ pebbledb.ArchiveCleaner }

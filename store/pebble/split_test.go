@@ -265,3 +265,32 @@ func TestDataSetBeforeSplit(t *testing.T) {
 		t.Fatal("a data database was made beside the old data table")
 	}
 }
+
+// TestClosedStoreKeepsNoLog: after writes to the main database (UID,
+// index, meta, rollup tables) and a Close, no log file of any size is left:
+// Pebble would keep its old logs for recycling, as large as they grew.
+func TestClosedStoreKeepsNoLog(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions()
+	opts.FS = fs
+	opts.MemTableSize = 1 << 20
+	s, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 3000; i++ { // ~3 MB through the main WAL, several memtables
+		if err := s.Write(ctx, store.TableIndex, []store.Mutation{{Row: fmt.Appendf(nil, "r%05d", i), Qualifier: []byte("q"), Value: make([]byte, 1000)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := logBytes(t, fs, "db"); n > 4<<10 {
+		t.Fatalf("a closed store holds %d bytes of log files", n)
+	}
+	if _, err := fs.Stat("db/archive"); err == nil {
+		t.Fatal("obsolete files were archived, not deleted")
+	}
+}
