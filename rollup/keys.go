@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"hourglass/rowkey"
+	"hourglass/store"
 )
 
 // The keys of the rollup table (store.TableRollup), docs/format/rollup.md
@@ -104,7 +105,7 @@ func MetricRange(l rowkey.Layout, salt byte, metric []byte, intervalMs, startMs,
 	start = binary.BigEndian.AppendUint32(start, uint32(RowBase(startMs)/1000))
 	endSec := uint64(RowBase(endMs)/1000) + 1
 	if endSec > 0xffffffff {
-		return start, prefixEnd(end)
+		return start, store.PrefixEnd(end)
 	}
 	return start, binary.BigEndian.AppendUint32(end, uint32(endSec))
 }
@@ -113,20 +114,7 @@ func MetricRange(l rowkey.Layout, salt byte, metric []byte, intervalMs, startMs,
 // in one salt bucket (every metric, every day).
 func IntervalRange(salt byte, intervalMs int64) (start, end []byte) {
 	start = binary.BigEndian.AppendUint32([]byte{salt}, uint32(intervalMs/1000))
-	return start, prefixEnd(start)
-}
-
-// prefixEnd returns the first key after every key that starts with prefix,
-// nil if there is none (as store.PrefixEnd).
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
+	return start, store.PrefixEnd(start)
 }
 
 // AppendQualifier appends the qualifier of the computed cell whose base is
