@@ -130,6 +130,11 @@ func newRollupWriter(st store.Store, layout rowkey.Layout, o RollupOptions, log 
 		w.intervals = append(w.intervals, iv.Milliseconds())
 	}
 	sort.Slice(w.intervals, func(i, j int) bool { return w.intervals[i] < w.intervals[j] })
+	if r != nil {
+		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_rollup_day_cache_bytes", Help: "Bytes of rollup day cells the flusher keeps in memory (bounded by -rollup.cache-bytes)."},
+			w.cache.size))
+	}
 	return w
 }
 

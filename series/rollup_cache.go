@@ -67,6 +67,13 @@ func (c *dayCache) put(k dayKey, d dayCell) {
 	}
 }
 
+// size returns the bytes the cache holds, as it counts them.
+func (c *dayCache) size() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return float64(c.bytes)
+}
+
 // forget drops what is known of k.
 func (c *dayCache) forget(k dayKey) {
 	if c == nil {
