@@ -54,6 +54,9 @@ type Config struct {
 	// PutMaxErrors bounds the per-point errors an /api/put?details reply
 	// lists (the counts stay exact). Default 10000.
 	PutMaxErrors int
+	// HistogramMaxBuckets bounds the buckets of one /api/histogram point
+	// or telnet histogram line. Default 100, OpenTSDB's own bound.
+	HistogramMaxBuckets int
 	// LookupMaxResults bounds the series of one /api/search/lookup reply,
 	// whatever limit the request asks for (limit 0 asks for all). Default 100000.
 	LookupMaxResults int
@@ -97,7 +100,8 @@ func (c *Config) openTSDB() opentsdbhttp.Config {
 		TelnetMaxLine: c.TelnetMaxLine, TelnetIdleTimeout: c.Conn.TelnetIdleTimeout,
 		QueryTimeout: c.QueryTimeout, Version: c.Version,
 		PutStreamBytes: c.PutStreamBytes, PutMaxBytes: c.PutMaxBytes, PutMaxErrors: c.PutMaxErrors,
-		LookupMaxResults: c.LookupMaxResults, SuggestMaxResults: c.SuggestMaxResults,
+		HistogramMaxBuckets: c.HistogramMaxBuckets,
+		LookupMaxResults:    c.LookupMaxResults, SuggestMaxResults: c.SuggestMaxResults,
 		MaxAnnotations: c.MaxAnnotations, LastMaxSeries: c.LastMaxSeries, QueryLogSize: c.QueryLogSize,
 		CORSDomains: c.CORSDomains, CORSHeaders: c.CORSHeaders,
 		SkipUnresolvedTagVs: c.SkipUnresolvedTagVs, AllowDelete: c.AllowDelete,
@@ -111,22 +115,23 @@ const DefaultCORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Ag
 // default of the outside is written (cmd/hourglass binds its flags to it).
 func DefaultConfig() Config {
 	return Config{
-		MaxBodyBytes:      64 << 20,
-		MaxDecodedBytes:   64 << 20,
-		MaxDecodingBytes:  512 << 20,
-		TelnetMaxLine:     1024,
-		QueryTimeout:      2 * time.Minute,
-		Version:           "dev",
-		PutStreamBytes:    8 << 20,
-		PutMaxErrors:      10000,
-		LookupMaxResults:  100000,
-		SuggestMaxResults: 100000,
-		MaxAnnotations:    10000,
-		LastMaxSeries:     100000,
-		QueryLogSize:      256,
-		CORSHeaders:       DefaultCORSHeaders,
-		Prom:              promhttp.DefaultConfig(),
-		Conn:              DefaultConnConfig(),
+		MaxBodyBytes:        64 << 20,
+		MaxDecodedBytes:     64 << 20,
+		MaxDecodingBytes:    512 << 20,
+		TelnetMaxLine:       1024,
+		QueryTimeout:        2 * time.Minute,
+		Version:             "dev",
+		PutStreamBytes:      8 << 20,
+		PutMaxErrors:        10000,
+		HistogramMaxBuckets: 100,
+		LookupMaxResults:    100000,
+		SuggestMaxResults:   100000,
+		MaxAnnotations:      10000,
+		LastMaxSeries:       100000,
+		QueryLogSize:        256,
+		CORSHeaders:         DefaultCORSHeaders,
+		Prom:                promhttp.DefaultConfig(),
+		Conn:                DefaultConnConfig(),
 	}
 }
 
@@ -140,6 +145,7 @@ func (c *Config) fill() {
 	orDefault(&c.QueryTimeout, d.QueryTimeout)
 	orDefault(&c.PutStreamBytes, d.PutStreamBytes)
 	orDefault(&c.PutMaxErrors, d.PutMaxErrors)
+	orDefault(&c.HistogramMaxBuckets, d.HistogramMaxBuckets)
 	orDefault(&c.LookupMaxResults, d.LookupMaxResults)
 	orDefault(&c.SuggestMaxResults, d.SuggestMaxResults)
 	orDefault(&c.MaxAnnotations, d.MaxAnnotations)

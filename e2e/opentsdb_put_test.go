@@ -204,7 +204,7 @@ func TestOpenTSDBPutAndTelnet(t *testing.T) {
 		}
 		line() // the version's second line
 		send("help")
-		if got := line(); got != "available commands: stats dropcaches version exit help put rollup " {
+		if got := line(); got != "available commands: stats dropcaches version exit help put rollup histogram " {
 			t.Fatalf("help: %q", got)
 		}
 		send("dropcaches")

@@ -158,7 +158,7 @@ func (hp *HistogramPoint) jsonBuckets(b []byte, maxBuckets int) error {
 			return pointErr("Unable to parse \"buckets\": %v", err)
 		}
 		if len(hp.Buckets) >= maxBuckets {
-			return pointErr("Too many buckets: more than %d in one histogram point (-opentsdb.max-histogram-buckets)", maxBuckets)
+			return pointErr("Too many buckets: more than %d in one histogram point (-histogram-max-buckets)", maxBuckets)
 		}
 		var n json.Number
 		if err := dec.Decode(&n); err != nil {
@@ -247,8 +247,13 @@ func (hp *HistogramPoint) Validate(l Limits) error {
 // bucket the one up to its High, a gap between two buckets an empty bucket,
 // and the overflow the +Inf bucket. Counts are exact; an observation on an
 // edge stays in the bucket it was sent in (OpenTSDB's buckets hold their
-// Low, Prometheus' their upper bound). OpenTSDB sends no sum: it is NaN.
-// The point must be valid.
+// Low, Prometheus' their upper bound). OpenTSDB sends no sum; the sum
+// stored is an estimate: each bucket's count times its midpoint, the
+// underflow at the first Low, the overflow at the last High (a NaN sum
+// would tell PromQL that NaN was observed).
+// OpenTSDB's histograms hold one interval's observations each (they come
+// pre-windowed; rates over them are not supported): they are gauge
+// histograms (CounterResetHint GaugeType). The point must be valid.
 func (hp *HistogramPoint) Native() *histogram.Histogram {
 	bounds := make([]float64, 0, 2*len(hp.Buckets)+1)
 	counts := make([]int64, 0, 2*len(hp.Buckets)+2)
@@ -263,7 +268,11 @@ func (hp *HistogramPoint) Native() *histogram.Histogram {
 		counts = append(counts, b.Count)
 	}
 	counts = append(counts, hp.Overflow)
-	h := &histogram.Histogram{Schema: histogram.CustomBucketsSchema, Sum: math.NaN(), CustomValues: bounds,
+	sum := float64(hp.Underflow)*hp.Buckets[0].Low + float64(hp.Overflow)*hp.Buckets[len(hp.Buckets)-1].High
+	for _, b := range hp.Buckets {
+		sum += float64(b.Count) * (b.Low + (b.High-b.Low)/2)
+	}
+	h := &histogram.Histogram{CounterResetHint: histogram.GaugeType, Schema: histogram.CustomBucketsSchema, Sum: sum, CustomValues: bounds,
 		PositiveSpans: []histogram.Span{{Offset: 0, Length: uint32(len(counts))}}, PositiveBuckets: make([]int64, len(counts))}
 	var prev int64
 	for i, c := range counts {
@@ -362,7 +371,7 @@ func (hp *HistogramPoint) simpleValue(v string, maxBuckets int) error {
 			}
 		default:
 			if len(hp.Buckets) >= maxBuckets {
-				return fmt.Errorf("Too many buckets: more than %d in one histogram point (-opentsdb.max-histogram-buckets)", maxBuckets)
+				return fmt.Errorf("Too many buckets: more than %d in one histogram point (-histogram-max-buckets)", maxBuckets)
 			}
 			b, err := parseBucket(k, c)
 			if err != nil {

@@ -32,6 +32,7 @@ type Config struct {
 	PutStreamBytes      int64
 	PutMaxBytes         int64
 	PutMaxErrors        int
+	HistogramMaxBuckets int // /api/histogram, telnet histogram (handler_histogram.go)
 	LookupMaxResults    int
 	SuggestMaxResults   int
 	MaxAnnotations      int

@@ -54,7 +54,7 @@ func (s *Handler) Routes(r *mux.Router) {
 		{"stats/threads", []string{http.MethodGet, http.MethodPost}, s.info.handleStatsThreads},
 		{"version", []string{http.MethodGet, http.MethodPost}, s.info.handleVersion},
 		{"rollup", []string{http.MethodPost}, s.writes.handleRollup},
-		{"histogram", nil, s.notImplemented},
+		{"histogram", []string{http.MethodPost}, s.writes.handleHistogram},
 		{"tree", nil, s.notImplemented},
 		{"tree/{sub}", nil, s.notImplemented},
 	}

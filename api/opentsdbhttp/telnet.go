@@ -149,6 +149,12 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 				t.Rejected(RejectPut, cmd, msg)
 				_, _ = bw.WriteString(msg + "\n")
 			}
+		case opentsdb.CmdHistogram: // handler_histogram.go
+			commit() // in order with the puts before it
+			if msg := s.writes.telnetHistogram(context.Background(), line); msg != "" {
+				t.Rejected(RejectPut, cmd, msg)
+				_, _ = bw.WriteString(msg + "\n")
+			}
 		case opentsdb.CmdRollup:
 			commit() // in order with the puts before it
 			if msg := s.writes.telnetRollup(context.Background(), line); msg != "" {
@@ -163,7 +169,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			commit()
 			_, _ = bw.WriteString("hourglass " + s.cfg.Version + "\nBuilt with " + goVersion() + "\n")
 		case "help":
-			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put", "rollup") + "\n")
+			_, _ = bw.WriteString(opentsdb.HelpReply("stats", "dropcaches", "version", "exit", "help", "put", "rollup", "histogram") + "\n")
 		case "dropcaches":
 			if !t.MayAdmin() {
 				msg := "dropcaches: forbidden: authentication is on and a telnet connection cannot authenticate; it may write, not run admin commands (use HTTP /api/dropcaches with the admin scope)"

@@ -85,6 +85,7 @@ func run(args []string) error {
 	fs.Int64Var(&cfg.API.PutStreamBytes, "put-stream-bytes", cfg.API.PutStreamBytes, "an /api/put body longer than this is stored in windows of this size as it arrives")
 	fs.Int64Var(&cfg.API.PutMaxBytes, "put-max-bytes", cfg.API.PutMaxBytes, "bytes of a streamed /api/put body once decompressed (0: no limit)")
 	fs.IntVar(&cfg.API.PutMaxErrors, "put-max-errors", cfg.API.PutMaxErrors, "point errors listed in one /api/put?details reply")
+	fs.IntVar(&cfg.API.HistogramMaxBuckets, "histogram-max-buckets", cfg.API.HistogramMaxBuckets, "buckets of one OpenTSDB histogram point (/api/histogram, telnet histogram); a larger one is refused")
 	fs.IntVar(&cfg.API.LookupMaxResults, "lookup-max-results", cfg.API.LookupMaxResults, "series in one /api/search/lookup reply")
 	fs.IntVar(&cfg.API.SuggestMaxResults, "suggest-max-results", cfg.API.SuggestMaxResults, "names in one /api/suggest reply")
 	fs.IntVar(&cfg.API.MaxAnnotations, "max-annotations", cfg.API.MaxAnnotations, "annotations in one reply or bulk request")

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOpenTSDBHistograms: /api/histogram's bucket form and the telnet
+// histogram line are stored as custom-bucket native histograms that PromQL
+// reads (histogram_count, histogram_quantile); the binary form is refused
+// naming the form read; a point over -histogram-max-buckets is refused.
+func TestOpenTSDBHistograms(t *testing.T) {
+	ps := newPromServer(t, func(c *Config) { c.HistogramMaxBuckets = 3 })
+	ts := promT0 / 1000
+	body := `[{"metric":"req.latency","timestamp":` + strconv.FormatInt(ts, 10) + `,"tags":{"host":"a"},
+		"buckets":{"0,10":5,"10,20":3,"20,40":2},"underflow":1,"overflow":1}]`
+	if r := ps.do("POST", "/api/histogram", nil, []byte(body)); r.code != 204 {
+		t.Fatalf("/api/histogram: %d %s", r.code, r.body)
+	}
+	r := ps.do("POST", "/api/histogram", nil, []byte(`{"metric":"req.latency","timestamp":1,"tags":{"host":"a"},"id":0,"value":"AAE="}`))
+	if r.code != 400 || !strings.Contains(string(r.body), "simple bucket form") {
+		t.Fatalf("binary form: %d %s", r.code, r.body)
+	}
+	r = ps.do("POST", "/api/histogram?details", nil, []byte(`{"metric":"req.latency","timestamp":1,"tags":{"host":"a"},"buckets":{"0,1":1,"1,2":1,"2,3":1,"3,4":1}}`))
+	if r.code != 400 || !strings.Contains(string(r.body), "-histogram-max-buckets") {
+		t.Fatalf("over the bound: %d %s", r.code, r.body)
+	}
+
+	// The telnet line, a minute later.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		ps.srv.serveTelnet(c, bufio.NewReader(c))
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	in := "histogram req.latency " + strconv.FormatInt(ts+60, 10) + " u=0:o=2:0,10=1:10,20=1 host=a\n" +
+		"histogram req.latency " + strconv.FormatInt(ts+60, 10) + " 3 AAE= host=a\nexit\n"
+	if _, err := c.Write([]byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	var replies bytes.Buffer
+	_, _ = replies.ReadFrom(c)
+	if got := replies.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "histogram: illegal argument: a codec id") {
+		t.Fatalf("telnet replies %q: want one, refusing the binary form", got)
+	}
+
+	q := func(expr string, at int64) map[string]string {
+		code, ar := ps.api("GET", "/api/v1/query", url.Values{"query": {expr}, "time": {strconv.FormatInt(at, 10)}})
+		if code != 200 {
+			t.Fatalf("%s: %d %s", expr, code, ar.Data)
+		}
+		return promVector(t, ar)
+	}
+	if got := q(`histogram_count({__name__="req.latency"})`, ts)[`{host="a"}`]; got != "12" {
+		t.Errorf("histogram_count of the JSON point = %q, want 12", got)
+	}
+	if got := q(`histogram_count({__name__="req.latency"})`, ts+60)[`{host="a"}`]; got != "4" {
+		t.Errorf("histogram_count of the telnet point = %q, want 4", got)
+	}
+	// The median of 1 below 0, 5 in [0,10), 3 in [10,20), 2 in [20,40), 1
+	// above: the 6th of 12 is the last of the [0,10) bucket: 10.
+	if got := q(`histogram_quantile(0.5, {__name__="req.latency"})`, ts)[`{host="a"}`]; got != "10" {
+		t.Errorf("the median = %q, want 10", got)
+	}
+}
