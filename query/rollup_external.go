@@ -104,6 +104,7 @@ func (e *Engine) readExternal(ctx context.Context, entries []*series.Entry, st [
 			any = true
 			st[i].pts = pts
 			st[i].count = len(cols[0])
+			st[i].ext = true
 		}
 	}
 	return any, nil

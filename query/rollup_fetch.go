@@ -44,6 +44,10 @@ type rollupSeries struct {
 	cur     int64 // the downsample bucket acc holds; valid when acc.exists
 	count   int   // points the buckets stand for (a bucket of markers only counts 1)
 	nb      int64 // buckets read
+	days    []int64 // the UTC days (ms) its buckets are in, in order
+	ext     bool    // its points are rollups written from outside
+	// inexact: the series is read raw whole (its buckets would not give the
+	// raw answer, or a day of it has raw data and no rollups).
 	inexact bool
 }
 
@@ -102,6 +106,7 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 		}
 		any = any || ext
 		if any || req.Rollup == RollupNoFallback {
+			markMissingDays(entries, st, a)
 			e.countRollupRead(iv)
 			out, err := e.joinRollups(ctx, req, entries, st, iv, start, end, a)
 			return out, true, err
@@ -115,6 +120,34 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 	}
 	// No rollup data: OpenTSDB's fallback to the raw table.
 	return nil, false, nil
+}
+
+const dayMs = 24 * rowkey.HourMs
+
+// markMissingDays sends to the raw path each series with a UTC day wholly
+// in its rollup part that the index says has data but that has no rollup
+// bucket: data written before its rollups were (an older data set, an
+// interval added since). Rollups from outside are taken as they are.
+func markMissingDays(entries []*series.Entry, st []rollupSeries, a int64) {
+	for i := range st {
+		s := &st[i]
+		if s.inexact || s.ext {
+			continue
+		}
+		j := 0
+		for day := ceilTo(a, dayMs); day+dayMs <= s.u; day += dayMs {
+			for j < len(s.days) && s.days[j] < day {
+				j++
+			}
+			if j < len(s.days) && s.days[j] == day {
+				continue
+			}
+			if n := uint32(day / dayMs); entries[i].HasDays(n, n) {
+				s.inexact = true
+				break
+			}
+		}
+	}
 }
 
 // readRollupBuckets reads the buckets of interval iv in [a, u) of each
@@ -154,6 +187,9 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 		}
 		s.acc.add(b)
 		s.count += int(max(b.Count, 1))
+		if day := floorTo(b.Start, dayMs); len(s.days) == 0 || s.days[len(s.days)-1] != day {
+			s.days = append(s.days, day)
+		}
 		return nil
 	})
 	if err != nil {

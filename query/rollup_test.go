@@ -11,10 +11,18 @@ import (
 
 	"math/rand/v2"
 
+	"fmt"
 	"hourglass/chunk"
 	"hourglass/downsample"
 	"hourglass/rollup"
+	"hourglass/rowkey"
 	"hourglass/series"
+	"hourglass/series/wal"
+	"hourglass/store/pebble"
+	"hourglass/uid"
+	"log/slog"
+	"path/filepath"
+	"sort"
 )
 
 // noHead is a head that holds nothing: an engine over it reads the store
@@ -399,4 +407,81 @@ func TestBucketAccExact(t *testing.T) {
 		t.Errorf("%d exact, %d inexact answers", exact, inexact)
 	}
 	t.Logf("%d exact, %d left to raw points", exact, inexact)
+}
+
+// TestRollupMissingDays: a data set whose first days were written before
+// rollups were (memRollups holds only the last day's): a downsample over
+// all of it reads those series raw, so the answer is still the raw one,
+// not just the last day.
+func TestRollupMissingDays(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	layout, err := series.RecordLayout(ctx, st, rowkey.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := series.LoadIndex(ctx, st, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(equivBase + 4*dayMs)
+	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
+		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
+		Grace: 1000 * time.Hour, SweepInterval: time.Hour, Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []series.Sample
+	for k := range 3 {
+		l := series.MakeLabels("m", []series.Tag{{Key: "host", Value: fmt.Sprint(k)}})
+		for tt := equivBase; tt < equivBase+3*dayMs; tt += 600_000 {
+			samples = append(samples, series.Sample{Labels: l, T: tt, V: chunk.Float(float64(tt/600_000%89) + 0.25)})
+		}
+	}
+	if err := h.Append(ctx, samples, make([]error, len(samples))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil { // every hour to the store
+		t.Fatal(err)
+	}
+	env := &equivEnv{st: st, layout: layout, eng: NewEngine(noHead{}, idx, st, layout, Limits{}), first: equivBase, last: equivBase + 3*dayMs - 1}
+	env.entries = idx.Select("m", nil, false, env.first, env.last)
+	mem := newMemRollups(t, env, 3_600_000)
+	for k, bs := range mem.buckets[3_600_000] {
+		i := sort.Search(len(bs), func(i int) bool { return bs[i].Start >= equivBase+2*dayMs })
+		mem.buckets[3_600_000][k] = bs[i:] // rollups since the third day only
+	}
+	env.eng.SetRollups(mem, nil)
+	spec, _ := downsample.ParseSpec("1h-avg")
+	agg, _ := downsample.Lookup("sum")
+	req := Request{Selector: Selector{Metric: "m", Start: env.first, End: env.last}, Aggregator: agg, Downsample: &spec}
+	raw := req
+	raw.Rollup = RollupRaw
+	want, err := env.eng.Run(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.eng.Run(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(want) != 1 || len(want[0].Points) != 72 || !samePoints(got[0].Points, want[0].Points) {
+		t.Fatalf("got %d results (%d points), want %v", len(got), len(got[0].Points), len(want[0].Points))
+	}
+	// Over the third day alone the rollups answer.
+	req.Start = equivBase + 2*dayMs
+	ss, err := env.eng.Fetch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 3 || ss[0].FromRollup == 0 {
+		t.Fatalf("the third day: %+v", ss)
+	}
 }
