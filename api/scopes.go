@@ -144,7 +144,13 @@ func isPreflight(r *http.Request) bool {
 // answered without credentials and never reaches a handler (preflight);
 // every other request needs the scope of its route (scopeOf).
 func (s *Server) authenticated(next http.Handler) http.Handler {
-	checked := s.auth.Middleware(scopeOf, denyAuth, next)
+	deny := func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+		if s.openTSDBRoute(r) {
+			s.ots.CORSHeaders(w, r) // the browser then shows the refusal
+		}
+		denyAuth(w, r, code, msg)
+	}
+	checked := s.auth.Middleware(scopeOf, deny, next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isPreflight(r) {
 			s.preflight(w, r)
@@ -157,6 +163,15 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 // preflight answers a CORS preflight with the OpenTSDB API's CORS policy
 // (-cors-domains) on its routes; the other routes serve no CORS: 405.
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	if s.openTSDBRoute(r) {
+		s.ots.Preflight(w, r)
+		return
+	}
+	http.Error(w, "CORS is served on the OpenTSDB API only (-cors-domains)", http.StatusMethodNotAllowed)
+}
+
+// openTSDBRoute reports whether the request's route is the OpenTSDB API's.
+func (s *Server) openTSDBRoute(r *http.Request) bool {
 	tpl := ""
 	if route := mux.CurrentRoute(r); route != nil {
 		tpl, _ = route.GetPathTemplate()
@@ -165,11 +180,8 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		p, ok = strings.CutPrefix(tpl, "/api/")
 	}
-	if _, ots := openTSDBScopes[p]; ok && ots && tpl != "/api/v1/query" {
-		s.ots.Preflight(w, r)
-		return
-	}
-	http.Error(w, "CORS is served on the OpenTSDB API only (-cors-domains)", http.StatusMethodNotAllowed)
+	_, ots := openTSDBScopes[p]
+	return ok && ots && tpl != "/api/v1/query"
 }
 
 // mayDelete reports whether the request may delete points (a query's

@@ -120,31 +120,52 @@ func (s *Handler) openTSDBHTTP(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// corsAllowed reports whether CORS is on and the request's Origin may
+// call the API.
+func (s *Handler) corsAllowed(r *http.Request) (origin string, on, allowed bool) {
+	domains := strings.TrimSpace(s.cfg.CORSDomains)
+	origin = r.Header.Get("Origin")
+	if domains == "" || origin == "" {
+		return origin, false, false
+	}
+	for _, d := range strings.Split(domains, ",") {
+		if d = strings.TrimSpace(d); d == "*" || strings.EqualFold(d, origin) {
+			return origin, true, true
+		}
+	}
+	return origin, true, false
+}
+
+// CORSHeaders sets the CORS headers of an allowed origin on a reply the
+// server writes without the endpoint (an authentication refusal), so a
+// browser shows the 401 or 403 rather than a CORS failure.
+func (s *Handler) CORSHeaders(w http.ResponseWriter, r *http.Request) {
+	if origin, _, allowed := s.corsAllowed(r); allowed {
+		s.setCORS(w, origin)
+	}
+}
+
+func (s *Handler) setCORS(w http.ResponseWriter, origin string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+	h.Set("Access-Control-Allow-Headers", s.cfg.CORSHeaders)
+	h.Add("Vary", "Origin")
+}
+
 // cors applies the configured CORS policy, as OpenTSDB's RpcHandler does,
 // and reports whether the request goes on to its handler.
 func (s *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
-	domains := strings.TrimSpace(s.cfg.CORSDomains)
-	origin := r.Header.Get("Origin")
-	if domains == "" || origin == "" {
+	origin, on, allowed := s.corsAllowed(r)
+	if !on {
 		return true
-	}
-	allowed := false
-	for _, d := range strings.Split(domains, ",") {
-		if d = strings.TrimSpace(d); d == "*" || strings.EqualFold(d, origin) {
-			allowed = true
-			break
-		}
 	}
 	if !allowed {
 		// OpenTSDB answers 200 with an error body.
 		WriteError(w, http.StatusOK, "CORS domain not allowed", "The domain ["+origin+"] is not permitted access")
 		return false
 	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
-	h.Set("Access-Control-Allow-Headers", s.cfg.CORSHeaders)
-	h.Add("Vary", "Origin")
+	s.setCORS(w, origin)
 	if r.Method == http.MethodOptions {
 		w.WriteHeader(http.StatusOK)
 		return false
