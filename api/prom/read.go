@@ -262,8 +262,8 @@ type SamplesResponse struct {
 // Reset empties the response.
 func (r *SamplesResponse) Reset() { r.resp, r.qr, r.ts = r.resp[:0], r.qr[:0], r.ts[:0] }
 
-// AddSeries adds a series of the current query: its labels, and the float
-// samples of it (a histogram sample is an error).
+// AddSeries adds a series of the current query: its labels, its float
+// samples and its native histograms (read_histogram.go).
 func (r *SamplesResponse) AddSeries(ls labels.Labels, it chunkenc.Iterator) error {
 	ts := appendLabels(r.ts[:0], 1, ls)
 	for {
@@ -271,8 +271,18 @@ func (r *SamplesResponse) AddSeries(ls labels.Labels, it chunkenc.Iterator) erro
 		if vt == chunkenc.ValNone {
 			break
 		}
-		if vt != chunkenc.ValFloat {
-			return fmt.Errorf("series %s: sample of type %v; only floats are stored", ls, vt)
+		switch vt {
+		case chunkenc.ValHistogram:
+			t, h := it.AtHistogram(nil)
+			ts = appendBytesField(ts, 4, appendHistogramMsg(nil, t, h, nil))
+			continue
+		case chunkenc.ValFloatHistogram:
+			t, fh := it.AtFloatHistogram(nil)
+			ts = appendBytesField(ts, 4, appendHistogramMsg(nil, t, nil, fh))
+			continue
+		case chunkenc.ValFloat:
+		default:
+			return fmt.Errorf("series %s: sample of type %v", ls, vt)
 		}
 		t, v := it.At()
 		var s [32]byte
@@ -347,9 +357,11 @@ func (c *ChunkedWriter) WriteSeries(queryIndex int64, ls labels.Labels, it chunk
 	budget := c.maxFrame - len(c.lbls)
 	c.chunks = c.chunks[:0]
 	var (
-		chk      *chunkenc.XORChunk
+		chk      chunkenc.Chunk
 		app      chunkenc.Appender
 		min, max int64
+		kind     chunkenc.ValueType // of chk's samples
+		prevT    int64
 	)
 	cut := func() error {
 		if chk == nil {
@@ -358,7 +370,7 @@ func (c *ChunkedWriter) WriteSeries(queryIndex int64, ls labels.Labels, it chunk
 		var b [32]byte
 		hdr := appendVarintField(b[:0], 1, uint64(min))
 		hdr = appendVarintField(hdr, 2, uint64(max))
-		hdr = appendVarintField(hdr, 3, 1) // XOR
+		hdr = appendVarintField(hdr, 3, uint64(chunkEncodingOf(kind))) // XOR, HISTOGRAM, FLOAT_HISTOGRAM
 		data := chk.Bytes()
 		n := len(hdr) + 1 + varintLen(uint64(len(data))) + len(data)
 		c.chunks = binary.AppendUvarint(appendKey(c.chunks, 2, wireLen), uint64(n))
@@ -375,11 +387,43 @@ func (c *ChunkedWriter) WriteSeries(queryIndex int64, ls labels.Labels, it chunk
 		if vt == chunkenc.ValNone {
 			break
 		}
+		if chk != nil && vt != kind {
+			if err := cut(); err != nil { // a chunk holds one kind of sample
+				return err
+			}
+		}
+		if vt == chunkenc.ValHistogram || vt == chunkenc.ValFloatHistogram { // read_histogram.go
+			t := it.AtT()
+			if chk == nil {
+				min = t
+			}
+			cur, curApp, done, err := histChunkAppend(chk, app, vt, it)
+			if err != nil {
+				return fmt.Errorf("series %s: %w", ls, err)
+			}
+			if done != nil {
+				chk = done
+				max = prevT
+				if err := cut(); err != nil {
+					return err
+				}
+				min = t
+			}
+			chk, app, kind, max, prevT = cur, curApp, vt, t, t
+			if chk.NumSamples() >= SamplesPerChunk {
+				if err := cut(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if vt != chunkenc.ValFloat {
-			return fmt.Errorf("series %s: sample of type %v; only floats are stored", ls, vt)
+			return fmt.Errorf("series %s: sample of type %v", ls, vt)
 		}
 		t, v := it.At()
+		prevT = t
 		if chk == nil {
+			kind = chunkenc.ValFloat
 			chk = chunkenc.NewXORChunk()
 			var err error
 			if app, err = chk.Appender(); err != nil {
