@@ -69,3 +69,11 @@ func (x *Hint) HintedRef(h *Head, l Labels) uint64 {
 	}
 	return 0
 }
+
+// SetRawReadGroup sets how many raw rows one group of rollup writes reads
+// back, and returns the function that restores it.
+func SetRawReadGroup(n int) func() {
+	old := rawReadGroup
+	rawReadGroup = n
+	return func() { rawReadGroup = old }
+}

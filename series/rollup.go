@@ -169,23 +169,49 @@ func (w *rollupWriter) write(ctx context.Context, rows []rollupRow) error {
 	}
 	t0 := time.Now()
 	defer func() { w.m.seconds.Add(time.Since(t0).Seconds()) }()
-	// The raw rows to read back: incomplete rows, and every row of a
-	// bucket longer than an hour.
+	// The rows go in groups that read back at most rawReadGroup raw rows:
+	// the points read back are held for one group only. Each group is
+	// written (and cached) before the next computes, so a day cell that
+	// two groups change is changed twice in order.
 	need := map[rawKey]bool{}
-	for _, r := range rows {
-		if !r.complete {
-			need[rawKey{string(r.tsuid), r.hour}] = true
-		}
-		for _, iv := range w.intervals {
-			if iv <= rowkey.HourMs {
-				continue
+	first := 0
+	for i, r := range rows {
+		w.rawNeed(r, need)
+		if len(need) >= rawReadGroup || i == len(rows)-1 {
+			if err := w.writeGroup(ctx, rows[first:i+1], need); err != nil {
+				return err
 			}
-			b0 := rollup.BucketStart(r.hour, iv)
-			for h := b0; h < b0+iv; h += rowkey.HourMs {
-				need[rawKey{string(r.tsuid), h}] = true
-			}
+			need, first = map[rawKey]bool{}, i+1
 		}
 	}
+	return nil
+}
+
+// rawReadGroup bounds the raw rows one group of write reads back (a
+// variable for the tests).
+var rawReadGroup = 256
+
+// rawNeed adds to need the raw rows r's rollups are computed from when the
+// points written are not all of them: r's row when incomplete, and every
+// row of a bucket longer than an hour.
+func (w *rollupWriter) rawNeed(r rollupRow, need map[rawKey]bool) {
+	if !r.complete {
+		need[rawKey{string(r.tsuid), r.hour}] = true
+	}
+	for _, iv := range w.intervals {
+		if iv <= rowkey.HourMs {
+			continue
+		}
+		b0 := rollup.BucketStart(r.hour, iv)
+		for h := b0; h < b0+iv; h += rowkey.HourMs {
+			need[rawKey{string(r.tsuid), h}] = true
+		}
+	}
+}
+
+// writeGroup computes and writes the rollups of rows, reading back the raw
+// rows of need.
+func (w *rollupWriter) writeGroup(ctx context.Context, rows []rollupRow, need map[rawKey]bool) error {
 	raw, err := w.readRaw(ctx, need)
 	if err != nil {
 		return err

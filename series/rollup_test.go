@@ -75,7 +75,8 @@ const (
 // TestRollupsFollowTheRawRows: the rollups agree with the raw points after
 // hours settle, after late points (a row written again, one overwritten
 // value), and after deletes of part of an hour and of whole hours.
-// It runs with the day cell cache large, tiny (forgetting all the time) and off.
+// It runs with the day cell cache large, tiny (forgetting all the time) and
+// off, and with the read-back done a row at a time.
 func TestRollupsFollowTheRawRows(t *testing.T) {
 	for _, cache := range []int64{1 << 20, 600, 0} {
 		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) {
@@ -85,6 +86,12 @@ func TestRollupsFollowTheRawRows(t *testing.T) {
 			})
 		})
 	}
+	// Raw rows read back one group of rows at a time (each 2h bucket reads
+	// two rows, so every row is a group of its own).
+	t.Run("group=1", func(t *testing.T) {
+		defer series.SetRawReadGroup(1)()
+		testRollupsFollowTheRawRows(t, withRollups)
+	})
 }
 
 func testRollupsFollowTheRawRows(t *testing.T, opts func(*series.Options)) {
