@@ -38,14 +38,14 @@ import (
 
 // rollupSeries is one series' state while its buckets are read.
 type rollupSeries struct {
-	u       int64 // the end of its rollup part
-	pts     []chunk.Point
-	acc     bucketAcc
-	cur     int64 // the downsample bucket acc holds; valid when acc.exists
-	count   int   // points the buckets stand for (a bucket of markers only counts 1)
-	nb      int64 // buckets read
-	days    []int64 // the UTC days (ms) its buckets are in, in order
-	ext     bool    // its points are rollups written from outside
+	u     int64 // the end of its rollup part
+	pts   []chunk.Point
+	acc   bucketAcc
+	cur   int64   // the downsample bucket acc holds; valid when acc.exists
+	count int     // points the buckets stand for (a bucket of markers only counts 1)
+	nb    int64   // buckets read
+	days  []int64 // the UTC days (ms) its buckets are in, in order
+	ext   bool    // its points are rollups written from outside
 	// inexact: the series is read raw whole (its buckets would not give the
 	// raw answer, or a day of it has raw data and no rollups).
 	inexact bool

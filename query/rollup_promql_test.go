@@ -30,32 +30,8 @@ import (
 func openGrid(t *testing.T, seed uint64) *equivEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := series.RecordLayout(ctx, st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(equivBase + 9*rowkey.HourMs)
-	openHead := func(wdir string) (*series.DB, *series.Index) {
-		idx, err := series.LoadIndex(ctx, st, layout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-			Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, wdir)},
-			ChunkMaxPoints: 1 << 20, Grace: 1000 * time.Hour, SweepInterval: time.Hour,
-			Now: func() time.Time { return now },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h, idx
-	}
+	ts := openTestStore(t, time.UnixMilli(equivBase+9*rowkey.HourMs))
+	st, layout := ts.st, ts.layout
 	r := rand.New(rand.NewPCG(seed, 21))
 	const nSeries = 12
 	split := equivBase + 6*rowkey.HourMs
@@ -96,23 +72,64 @@ func openGrid(t *testing.T, seed uint64) *equivEnv {
 			t.Fatal(err)
 		}
 	}
-	h, _ := openHead("wal1")
+	h, _ := ts.openHead("wal1")
 	write(h, stored)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h, idx := openHead("wal2")
+	h, idx := ts.openHead("wal2")
 	write(h, held)
-	t.Cleanup(func() {
-		h.Close()
-		st.Close()
-	})
+	t.Cleanup(func() { h.Close() })
 	env := &equivEnv{head: h, st: st, eng: NewEngine(h.Head, idx, st, layout, Limits{}), layout: layout,
 		first: equivBase, last: equivBase + 8*rowkey.HourMs - 1}
 	for _, m := range []string{"gauge", "requests_total"} {
 		env.entries = append(env.entries, idx.Select(m, nil, false, env.first, env.last)...)
 	}
 	return env
+}
+
+// testStore is a Pebble store in a test's directory and the heads opened
+// over it, with a clock at now and a long grace: nothing seals by itself.
+type testStore struct {
+	t      *testing.T
+	dir    string
+	st     *pebble.Store
+	layout rowkey.Layout
+	now    time.Time
+}
+
+func openTestStore(t *testing.T, now time.Time) *testStore {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testStore{t: t, dir: dir, st: st, layout: layout, now: now}
+}
+
+// openHead opens a head over the store with its WAL in wdir.
+func (ts *testStore) openHead(wdir string) (*series.DB, *series.Index) {
+	t, ctx := ts.t, context.Background()
+	t.Helper()
+	idx, err := series.LoadIndex(ctx, ts.st, ts.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := series.Open(ctx, ts.st, uid.New(ts.st, ts.layout, uid.Options{}), idx, series.Options{
+		Layout: ts.layout, Logger: slog.New(slog.DiscardHandler), WAL: wal.Options{Dir: filepath.Join(ts.dir, wdir)},
+		ChunkMaxPoints: 1 << 20, Grace: 1000 * time.Hour, SweepInterval: time.Hour,
+		Now: func() time.Time { return ts.now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, idx
 }
 
 // diffStats sums up how far the answers from rollups are from the raw ones.

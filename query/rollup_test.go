@@ -15,13 +15,7 @@ import (
 	"hourglass/chunk"
 	"hourglass/downsample"
 	"hourglass/rollup"
-	"hourglass/rowkey"
 	"hourglass/series"
-	"hourglass/series/wal"
-	"hourglass/store/pebble"
-	"hourglass/uid"
-	"log/slog"
-	"path/filepath"
 	"sort"
 )
 
@@ -415,29 +409,9 @@ func TestBucketAccExact(t *testing.T) {
 // not just the last day.
 func TestRollupMissingDays(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	layout, err := series.RecordLayout(ctx, st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := series.LoadIndex(ctx, st, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(equivBase + 4*dayMs)
-	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-		Grace: 1000 * time.Hour, SweepInterval: time.Hour, Now: func() time.Time { return now },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := openTestStore(t, time.UnixMilli(equivBase+4*dayMs))
+	st, layout := ts.st, ts.layout
+	h, idx := ts.openHead("wal")
 	var samples []series.Sample
 	for k := range 3 {
 		l := series.MakeLabels("m", []series.Tag{{Key: "host", Value: fmt.Sprint(k)}})
