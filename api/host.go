@@ -101,8 +101,9 @@ func (t telnetConn) Rejected(kind, cmd, msg string) {
 // files, so it is asked at each command).
 func (t telnetConn) MayAdmin() bool { return t.s.auth == nil || !t.s.auth.Enabled() }
 
-func (t telnetConn) Closing() bool { return t.s.isClosing() }
-func (t telnetConn) IdleTimeout()  { t.s.cm.timeouts.WithLabelValues("telnet_idle").Inc() }
+func (t telnetConn) Closing() bool            { return t.s.isClosing() }
+func (t telnetConn) IdleLimit() time.Duration { return t.s.cfg.Conn.TelnetIdleTimeout }
+func (t telnetConn) IdleTimeout()             { t.s.cm.timeouts.WithLabelValues("telnet_idle").Inc() }
 func (t telnetConn) ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
 	return readLine(br, max, buf)
 }

@@ -30,59 +30,14 @@ import (
 
 // Config holds the limits and switches of the outside. Zero values mean the defaults.
 type Config struct {
-	// MaxBodyBytes bounds a request body as sent (compressed or not). Default 64 MiB.
-	MaxBodyBytes int64
-	// MaxDecodedBytes bounds a request body after decompression. Default 64 MiB.
-	MaxDecodedBytes int64
+	// OpenTSDBConfig holds the OpenTSDB dialect's limits and switches, and
+	// the body size, query timeout and version every dialect uses: its
+	// fields are read and set as Config's own (cfg.MaxBodyBytes).
+	OpenTSDBConfig
+
 	// MaxDecodingBytes bounds the bytes all request bodies being read and
 	// decoded hold at once (body.go, decode_budget.go). Default 512 MiB.
 	MaxDecodingBytes int64
-	// TelnetMaxLine bounds a line of the telnet protocol. Default 1024 bytes, as OpenTSDB.
-	TelnetMaxLine int
-	// QueryTimeout bounds the time of one query. Default 2 minutes.
-	QueryTimeout time.Duration
-	// Version is reported by /api/version and the telnet version command.
-	Version string
-
-	// PutStreamBytes is the size past which an /api/put body is not read
-	// whole but decoded and stored in windows of about this size as it
-	// arrives, so a body of any size fits in bounded memory. Default 8 MiB.
-	PutStreamBytes int64
-	// PutMaxBytes bounds a streamed /api/put body once decompressed; 0 (the
-	// default) means no limit.
-	PutMaxBytes int64
-	// PutMaxErrors bounds the per-point errors an /api/put?details reply
-	// lists (the counts stay exact). Default 10000.
-	PutMaxErrors int
-	// HistogramMaxBuckets bounds the buckets of one /api/histogram point
-	// or telnet histogram line. Default 100, OpenTSDB's own bound.
-	HistogramMaxBuckets int
-	// LookupMaxResults bounds the series of one /api/search/lookup reply,
-	// whatever limit the request asks for (limit 0 asks for all). Default 100000.
-	LookupMaxResults int
-	// SuggestMaxResults bounds the names of one /api/suggest reply. Default 100000.
-	SuggestMaxResults int
-	// MaxAnnotations bounds the annotations of one reply (/api/annotations,
-	// and those attached to one /api/query). Default 10000.
-	MaxAnnotations int
-	// LastMaxSeries bounds the series of one /api/query/last request.
-	// Default 100000.
-	LastMaxSeries int
-	// QueryLogSize is how many finished queries /api/stats/query lists. Default 256.
-	QueryLogSize int
-	// CORSDomains is "*" or a comma-separated list of origins allowed to
-	// call the OpenTSDB API from a browser; "" (the default) sends no CORS
-	// headers. CORSHeaders is the Access-Control-Allow-Headers value.
-	CORSDomains string
-	CORSHeaders string
-	// SkipUnresolvedTagVs makes a literal_or filter value that names no tag
-	// value match nothing instead of failing the query (OpenTSDB's
-	// tsd.query.skip_unresolved_tagvs).
-	SkipUnresolvedTagVs bool
-	// AllowDelete lets /api/query delete the points it matches (the
-	// "delete" option or the DELETE verb), as OpenTSDB's
-	// tsd.http.query.allow_delete. Off by default.
-	AllowDelete bool
 	// SnapshotDir is where /api/v1/admin/tsdb/snapshot writes snapshots (<data-dir>/snapshots).
 	SnapshotDir string
 
@@ -93,20 +48,8 @@ type Config struct {
 	Conn ConnConfig
 }
 
-// openTSDB is the OpenTSDB dialect's part of the configuration.
-func (c *Config) openTSDB() opentsdbhttp.Config {
-	return opentsdbhttp.Config{
-		MaxBodyBytes: c.MaxBodyBytes, MaxDecodedBytes: c.MaxDecodedBytes,
-		TelnetMaxLine: c.TelnetMaxLine, TelnetIdleTimeout: c.Conn.TelnetIdleTimeout,
-		QueryTimeout: c.QueryTimeout, Version: c.Version,
-		PutStreamBytes: c.PutStreamBytes, PutMaxBytes: c.PutMaxBytes, PutMaxErrors: c.PutMaxErrors,
-		HistogramMaxBuckets: c.HistogramMaxBuckets,
-		LookupMaxResults:    c.LookupMaxResults, SuggestMaxResults: c.SuggestMaxResults,
-		MaxAnnotations: c.MaxAnnotations, LastMaxSeries: c.LastMaxSeries, QueryLogSize: c.QueryLogSize,
-		CORSDomains: c.CORSDomains, CORSHeaders: c.CORSHeaders,
-		SkipUnresolvedTagVs: c.SkipUnresolvedTagVs, AllowDelete: c.AllowDelete,
-	}
-}
+// OpenTSDBConfig holds the limits of the OpenTSDB dialect.
+type OpenTSDBConfig = opentsdbhttp.Config
 
 // DefaultCORSHeaders is OpenTSDB's Access-Control-Allow-Headers.
 const DefaultCORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
@@ -115,23 +58,25 @@ const DefaultCORSHeaders = "Authorization, Content-Type, Accept, Origin, User-Ag
 // default of the outside is written (cmd/hourglass binds its flags to it).
 func DefaultConfig() Config {
 	return Config{
-		MaxBodyBytes:        64 << 20,
-		MaxDecodedBytes:     64 << 20,
-		MaxDecodingBytes:    512 << 20,
-		TelnetMaxLine:       1024,
-		QueryTimeout:        2 * time.Minute,
-		Version:             "dev",
-		PutStreamBytes:      8 << 20,
-		PutMaxErrors:        10000,
-		HistogramMaxBuckets: 100,
-		LookupMaxResults:    100000,
-		SuggestMaxResults:   100000,
-		MaxAnnotations:      10000,
-		LastMaxSeries:       100000,
-		QueryLogSize:        256,
-		CORSHeaders:         DefaultCORSHeaders,
-		Prom:                promhttp.DefaultConfig(),
-		Conn:                DefaultConnConfig(),
+		OpenTSDBConfig: OpenTSDBConfig{
+			MaxBodyBytes:        64 << 20,
+			MaxDecodedBytes:     64 << 20,
+			TelnetMaxLine:       1024,
+			QueryTimeout:        2 * time.Minute,
+			Version:             "dev",
+			PutStreamBytes:      8 << 20,
+			PutMaxErrors:        10000,
+			HistogramMaxBuckets: 100,
+			LookupMaxResults:    100000,
+			SuggestMaxResults:   100000,
+			MaxAnnotations:      10000,
+			LastMaxSeries:       100000,
+			QueryLogSize:        256,
+			CORSHeaders:         DefaultCORSHeaders,
+		},
+		MaxDecodingBytes: 512 << 20,
+		Prom:             promhttp.DefaultConfig(),
+		Conn:             DefaultConnConfig(),
 	}
 }
 
@@ -242,7 +187,7 @@ func New(cfg Config, deps Deps, reg *prometheus.Registry, log *slog.Logger) *Ser
 	s.auth = cfg.Conn.Auth
 	s.rejects = newRejectLog(reg, log)
 	s.decoding = newDecodeBudget(cfg.MaxDecodingBytes, reg)
-	s.ots = opentsdbhttp.New(cfg.openTSDB(), deps.OpenTSDB, s, reg, log)
+	s.ots = opentsdbhttp.New(cfg.OpenTSDBConfig, deps.OpenTSDB, s, reg, log)
 	deps.Prom.OpenTSDBQuery = s.ots.QueryHandler()
 	s.prom = promhttp.New(cfg.Prom, promhttp.Shared{
 		MaxBodyBytes: cfg.MaxBodyBytes, QueryTimeout: cfg.QueryTimeout, AllowDelete: cfg.AllowDelete,

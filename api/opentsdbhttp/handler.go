@@ -21,27 +21,61 @@ import (
 	"hourglass/query"
 )
 
-// Config holds the dialect's limits and switches (api.Config gives them).
+// Config holds the dialect's limits and switches. api.Config embeds it
+// (api.OpenTSDBConfig), so each is declared once; the server's other
+// dialects read MaxBodyBytes, MaxDecodedBytes, QueryTimeout and
+// AllowDelete too. api.DefaultConfig holds the defaults.
 type Config struct {
-	MaxBodyBytes        int64
-	MaxDecodedBytes     int64
-	TelnetMaxLine       int
-	TelnetIdleTimeout   time.Duration
-	QueryTimeout        time.Duration
-	Version             string
-	PutStreamBytes      int64
-	PutMaxBytes         int64
-	PutMaxErrors        int
-	HistogramMaxBuckets int // /api/histogram, telnet histogram (handler_histogram.go)
-	LookupMaxResults    int
-	SuggestMaxResults   int
-	MaxAnnotations      int
-	LastMaxSeries       int
-	QueryLogSize        int
-	CORSDomains         string
-	CORSHeaders         string
+	// MaxBodyBytes bounds a request body as sent (compressed or not). Default 64 MiB.
+	MaxBodyBytes int64
+	// MaxDecodedBytes bounds a request body after decompression. Default 64 MiB.
+	MaxDecodedBytes int64
+	// TelnetMaxLine bounds a line of the telnet protocol. Default 1024 bytes, as OpenTSDB.
+	TelnetMaxLine int
+	// QueryTimeout bounds the time of one query. Default 2 minutes.
+	QueryTimeout time.Duration
+	// Version is reported by /api/version and the telnet version command.
+	Version string
+
+	// PutStreamBytes is the size past which an /api/put body is not read
+	// whole but decoded and stored in windows of about this size as it
+	// arrives, so a body of any size fits in bounded memory. Default 8 MiB.
+	PutStreamBytes int64
+	// PutMaxBytes bounds a streamed /api/put body once decompressed; 0 (the
+	// default) means no limit.
+	PutMaxBytes int64
+	// PutMaxErrors bounds the per-point errors an /api/put?details reply
+	// lists (the counts stay exact). Default 10000.
+	PutMaxErrors int
+	// HistogramMaxBuckets bounds the buckets of one /api/histogram point
+	// or telnet histogram line. Default 100, OpenTSDB's own bound.
+	HistogramMaxBuckets int
+	// LookupMaxResults bounds the series of one /api/search/lookup reply,
+	// whatever limit the request asks for (limit 0 asks for all). Default 100000.
+	LookupMaxResults int
+	// SuggestMaxResults bounds the names of one /api/suggest reply. Default 100000.
+	SuggestMaxResults int
+	// MaxAnnotations bounds the annotations of one reply (/api/annotations,
+	// and those attached to one /api/query). Default 10000.
+	MaxAnnotations int
+	// LastMaxSeries bounds the series of one /api/query/last request.
+	// Default 100000.
+	LastMaxSeries int
+	// QueryLogSize is how many finished queries /api/stats/query lists. Default 256.
+	QueryLogSize int
+	// CORSDomains is "*" or a comma-separated list of origins allowed to
+	// call the OpenTSDB API from a browser; "" (the default) sends no CORS
+	// headers. CORSHeaders is the Access-Control-Allow-Headers value.
+	CORSDomains string
+	CORSHeaders string
+	// SkipUnresolvedTagVs makes a literal_or filter value that names no tag
+	// value match nothing instead of failing the query (OpenTSDB's
+	// tsd.query.skip_unresolved_tagvs).
 	SkipUnresolvedTagVs bool
-	AllowDelete         bool
+	// AllowDelete lets /api/query delete the points it matches (the
+	// "delete" option or the DELETE verb), as OpenTSDB's
+	// tsd.http.query.allow_delete. Off by default.
+	AllowDelete bool
 }
 
 // Writer appends points (ingest.Writer).

@@ -23,6 +23,9 @@ var ErrLineTooLong = errors.New("line too long")
 type TelnetConn interface {
 	// Closing reports whether the server is shutting down.
 	Closing() bool
+	// IdleLimit is how long the connection may say nothing before it is
+	// closed (-telnet-idle-timeout).
+	IdleLimit() time.Duration
 	// IdleTimeout counts a connection closed for saying nothing.
 	IdleTimeout()
 	// ReadLine reads one line of at most max bytes, without its end of
@@ -56,7 +59,7 @@ const (
 // to telnetBatch points), so a fast client shares WAL commits; other
 // commands answer at once. Success is silent, errors are one line each, in
 // OpenTSDB's words. closing reports the server's shutdown; idleTimeout is
-// called when the client said nothing for TelnetIdleTimeout; readLine reads
+// called when the client said nothing for IdleLimit; readLine reads
 // one line of at most max bytes (ErrLineTooLong past it).
 func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 	lim := s.writer.Limits()
@@ -89,10 +92,10 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		batch.NewRequest() // each commit is a request for -max-new-series-per-request
 		return err == nil
 	}
-	idle := s.cfg.TelnetIdleTimeout
+	idle := t.IdleLimit()
 	for n := 0; ; n++ {
 		// Before waiting for the client (and every 1024 lines of a client
-		// that keeps the buffer full), it gets TelnetIdleTimeout to speak.
+		// that keeps the buffer full), it gets IdleLimit to speak.
 		if br.Buffered() == 0 || n%1024 == 0 {
 			// Shutdown's deadline may have come first: look again.
 			_ = c.SetReadDeadline(time.Now().Add(idle))
