@@ -135,6 +135,10 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 		for _, s := range out {
 			s.ot = &ot
 		}
+	} else if ls, ok := lastFor(ctx, hints); ok {
+		for _, s := range out {
+			s.ls = &ls
+		}
 	}
 	return &promSeriesSet{series: out, i: -1}
 }
@@ -438,7 +442,8 @@ type promSeries struct {
 	entry      *series.Entry
 	cells      *seriesCells // nil: no samples
 	start, end int64
-	ot         *overTime // not nil: folded by window (promql_pushdown.go)
+	ot         *overTime    // not nil: folded by window (promql_pushdown.go)
+	ls         *lastPerStep // not nil: thinned to the last sample per step (same)
 }
 
 func (s *promSeries) Labels() labels.Labels { return s.lbls }
@@ -455,6 +460,14 @@ func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 		it, ok := reuse.(*foldIterator[int64])
 		if !ok {
 			it = &foldIterator[int64]{}
+		}
+		it.reset(s)
+		return it
+	}
+	if s.ls != nil {
+		it, ok := reuse.(*thinIterator[int64])
+		if !ok {
+			it = &thinIterator[int64]{}
 		}
 		it.reset(s)
 		return it

@@ -43,7 +43,7 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	if !ok {
 		return ctx
 	}
-	safe := true
+	safe, at := true, false
 	parser.Inspect(es.Expr, func(n parser.Node, _ []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.SubqueryExpr:
@@ -52,13 +52,26 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 			if n.Anchored || n.Smoothed {
 				safe = false
 			}
+			if n.Timestamp != nil || n.StartOrEnd != 0 {
+				at = true
+			}
 		}
 		return nil
 	})
 	if !safe {
 		return ctx
 	}
-	return context.WithValue(ctx, pushdownKey{}, true)
+	return context.WithValue(ctx, pushdownKey{}, &pushdown{
+		span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at,
+	})
+}
+
+// pushdown is what PromPushdown marks a context with: the query's
+// evaluation times (its span end − start and its step), and whether a
+// selector has an @ modifier, which evaluates it at other times.
+type pushdown struct {
+	span, step int64
+	at         bool
 }
 
 // The range functions folded here.
@@ -100,6 +113,27 @@ func overTimeFor(ctx context.Context, hints *storage.SelectHints) (overTime, boo
 	// offset): the first window ends range - 1 after the hinted start.
 	return overTime{fn: fn, r0: hints.Start + hints.Range - 1, step: hints.Step, rng: hints.Range, end: hints.End}, true
 }
+
+// lastFor returns the evaluation times of an instant vector selector
+// whose samples can be thinned to the last one before each: a selector
+// without range (the engine takes, at each step, the newest sample within
+// the lookback), no @ in the expression, a context marked by PromPushdown.
+// The steps are end − span, end − span + step, ... (less the selector's
+// offset, which hints.End already holds).
+func lastFor(ctx context.Context, hints *storage.SelectHints) (lastPerStep, bool) {
+	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
+	if pd == nil || pd.at || hints == nil || hints.Range != 0 || hints.Func == "series" || pd.span < 0 || pd.step < 0 {
+		return lastPerStep{}, false
+	}
+	if pd.span > 0 && pd.step == 0 {
+		return lastPerStep{}, false
+	}
+	return lastPerStep{t0: hints.End - pd.span, step: pd.step, end: hints.End}, true
+}
+
+// lastPerStep is the evaluation times t0, t0+step, ... up to end (t0 alone
+// when step is 0) of an instant vector selector.
+type lastPerStep struct{ t0, step, end int64 }
 
 // fold is one window's fold, as the engine's function computes it.
 type fold struct {
@@ -208,21 +242,83 @@ func (a *fold) result() float64 {
 	return a.v
 }
 
-// foldIterator is a chunkenc.Iterator over one promSeries whose samples
-// are folded by window: one sample per window with samples. Generic for
-// the reason promIterator is.
-type foldIterator[T ~int64] struct {
-	s        *promSeries
+// rawPoints reads a series' points with one pending at a time, a decoded
+// block of them where it can (points.run).
+type rawPoints struct {
 	p        points
 	minFirst []int64
-	ot       overTime
-	r        int64 // the current window's end
 
 	blk   chunk.Block // the raw points being read, when inBlk
 	bi    int
 	inBlk bool
 	one   bool // a raw point from points.next is pending
 	eof   bool
+}
+
+// reset points r at s's points, keeping its buffers; false: s has none.
+func (r *rawPoints) reset(s *promSeries) bool {
+	*r = rawPoints{p: r.p, minFirst: r.minFirst}
+	if s.cells == nil {
+		return false
+	}
+	r.minFirst = r.p.reset(s.cells, s.start, s.end, r.minFirst)
+	return true
+}
+
+// raw makes a raw point pending and reports whether there is one.
+func (r *rawPoints) raw() bool {
+	if r.inBlk || r.one {
+		return true
+	}
+	if r.eof {
+		return false
+	}
+	if b, ok := r.p.run(); ok {
+		r.blk, r.bi, r.inBlk = b, 0, true
+		return true
+	}
+	if r.p.next() {
+		r.one = true
+		return true
+	}
+	r.eof = true
+	return false
+}
+
+// rawT is the pending raw point's timestamp, rawF its value.
+func (r *rawPoints) rawT() int64 {
+	if r.inBlk {
+		return r.blk.T[r.bi]
+	}
+	return r.p.t
+}
+
+func (r *rawPoints) rawF() float64 {
+	if r.inBlk {
+		return r.blk.Float(r.bi)
+	}
+	return r.p.v.Float()
+}
+
+// skip drops the pending raw point.
+func (r *rawPoints) skip() {
+	if r.inBlk {
+		if r.bi++; r.bi == len(r.blk.T) {
+			r.inBlk = false
+		}
+		return
+	}
+	r.one = false
+}
+
+// foldIterator is a chunkenc.Iterator over one promSeries whose samples
+// are folded by window: one sample per window with samples. Generic for
+// the reason promIterator is.
+type foldIterator[T ~int64] struct {
+	rawPoints
+	s  *promSeries
+	ot overTime
+	r  int64 // the current window's end
 
 	t     int64
 	f     float64
@@ -231,51 +327,10 @@ type foldIterator[T ~int64] struct {
 }
 
 func (it *foldIterator[T]) reset(s *promSeries) {
-	*it = foldIterator[T]{s: s, p: it.p, minFirst: it.minFirst, ot: *s.ot, r: s.ot.r0}
-	if s.cells == nil {
+	*it = foldIterator[T]{rawPoints: it.rawPoints, s: s, ot: *s.ot, r: s.ot.r0}
+	if !it.rawPoints.reset(s) {
 		it.state = iterDone
-		return
 	}
-	it.minFirst = it.p.reset(s.cells, s.start, s.end, it.minFirst)
-}
-
-// raw makes a raw point pending and reports whether there is one.
-func (it *foldIterator[T]) raw() bool {
-	if it.inBlk || it.one {
-		return true
-	}
-	if it.eof {
-		return false
-	}
-	if b, ok := it.p.run(); ok {
-		it.blk, it.bi, it.inBlk = b, 0, true
-		return true
-	}
-	if it.p.next() {
-		it.one = true
-		return true
-	}
-	it.eof = true
-	return false
-}
-
-// rawT is the pending raw point's timestamp.
-func (it *foldIterator[T]) rawT() int64 {
-	if it.inBlk {
-		return it.blk.T[it.bi]
-	}
-	return it.p.t
-}
-
-// skip drops the pending raw point.
-func (it *foldIterator[T]) skip() {
-	if it.inBlk {
-		if it.bi++; it.bi == len(it.blk.T) {
-			it.inBlk = false
-		}
-		return
-	}
-	it.one = false
 }
 
 // window folds the pending raw points up to the window's end r into a.
@@ -375,3 +430,100 @@ func (it *foldIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *
 }
 
 var _ chunkenc.Iterator = (*foldIterator[int64])(nil)
+
+// thinIterator is a chunkenc.Iterator over one promSeries read by an
+// instant vector selector: of the samples after one evaluation time and up
+// to the next, only the last, which is the one the engine takes at the
+// next (the newest at or before it; a staleness marker is kept like any
+// sample). Samples after the last evaluation time are all kept.
+type thinIterator[T ~int64] struct {
+	rawPoints
+	s  *promSeries
+	ls lastPerStep
+
+	t     int64
+	f     float64
+	state int
+	err   error
+}
+
+func (it *thinIterator[T]) reset(s *promSeries) {
+	*it = thinIterator[T]{rawPoints: it.rawPoints, s: s, ls: *s.ls}
+	if !it.rawPoints.reset(s) {
+		it.state = iterDone
+	}
+}
+
+// stepOf returns the first evaluation time at or after t, and false past
+// the last.
+func (ls *lastPerStep) stepOf(t int64) (int64, bool) {
+	if t <= ls.t0 {
+		return ls.t0, true
+	}
+	if ls.step == 0 {
+		return 0, false
+	}
+	r := ls.t0 + (t-ls.t0+ls.step-1)/ls.step*ls.step
+	return r, r <= ls.end
+}
+
+func (it *thinIterator[T]) Next() chunkenc.ValueType {
+	if it.state == iterDone || !it.raw() {
+		it.state = iterDone
+		if err := it.p.err; err != nil {
+			it.err = promql.ErrStorage{Err: corruptSeries(it.s.entry, err)}
+		}
+		return chunkenc.ValNone
+	}
+	r, ok := it.ls.stepOf(it.rawT())
+	if !ok {
+		r = it.rawT() // past the last step: as it is
+	}
+	for it.raw() && it.rawT() <= r {
+		if it.inBlk {
+			// The block's last point up to r, without reading the others.
+			ts := it.blk.T
+			j := it.bi
+			for j+1 < len(ts) && ts[j+1] <= r {
+				j++
+			}
+			it.bi = j
+		}
+		it.t, it.f = it.rawT(), it.rawF()
+		it.skip()
+	}
+	it.state = iterAt
+	return chunkenc.ValFloat
+}
+
+func (it *thinIterator[T]) Seek(t T) chunkenc.ValueType {
+	switch it.state {
+	case iterDone:
+		return chunkenc.ValNone
+	case iterAt:
+		if it.t >= int64(t) {
+			return chunkenc.ValFloat
+		}
+	}
+	for it.Next() != chunkenc.ValNone {
+		if it.t >= int64(t) {
+			return chunkenc.ValFloat
+		}
+	}
+	return chunkenc.ValNone
+}
+
+func (it *thinIterator[T]) At() (int64, float64) { return it.t, it.f }
+func (it *thinIterator[T]) AtT() int64           { return it.t }
+func (it *thinIterator[T]) AtST() int64          { return 0 }
+func (it *thinIterator[T]) Err() error           { return it.err }
+
+func (it *thinIterator[T]) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
+	return it.t, nil
+}
+
+func (it *thinIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	return it.t, nil
+}
+
+var _ chunkenc.Iterator = (*thinIterator[int64])(nil)

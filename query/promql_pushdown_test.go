@@ -59,11 +59,25 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 			if r.IntN(8) == 0 {
 				expr = fmt.Sprintf("%s(m[%s] @ %d)", fn, promDur(rng), end/1000)
 			}
+			if r.IntN(2) == 0 {
+				// Instant vector selectors, thinned to the last sample per
+				// step (never with an @ anywhere, or a subquery).
+				expr = []string{"m", "sum by (dc) (m)", "topk(3, m)", "m offset 17m", "timestamp(m)",
+					"m - m offset 1m", "count(m)", "max(m @ " + fmt.Sprint(end/1000) + ")", "m + max_over_time(m[1m:20s])",
+					"rate(m[5m]) * m", "absent(m{host=\"nope\"})"}[r.IntN(11)]
+				if step == 0 && r.IntN(2) == 0 {
+					step = []time.Duration{10 * time.Second, time.Minute, 7 * time.Minute}[r.IntN(3)]
+				}
+			}
+			var opts promql.QueryOpts
+			if r.IntN(3) == 0 {
+				opts = promql.NewPrometheusQueryOpts(false, []time.Duration{30 * time.Second, 90 * time.Second, 20 * time.Minute}[r.IntN(3)])
+			}
 			mk := func() (promql.Query, error) {
 				if step == 0 {
-					return eng.NewInstantQuery(ctx, qy, nil, expr, time.UnixMilli(end))
+					return eng.NewInstantQuery(ctx, qy, opts, expr, time.UnixMilli(end))
 				}
-				return eng.NewRangeQuery(ctx, qy, nil, expr, time.UnixMilli(start), time.UnixMilli(end), step)
+				return eng.NewRangeQuery(ctx, qy, opts, expr, time.UnixMilli(start), time.UnixMilli(end), step)
 			}
 			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
 			got := runQuery(t, mk, func(q promql.Query) context.Context {
