@@ -5,7 +5,6 @@ import (
 
 	"hourglass/api"
 	"hourglass/api/opentsdbhttp"
-	"hourglass/api/promhttp"
 	"hourglass/ingest"
 	"hourglass/meta"
 	"hourglass/query"
@@ -16,28 +15,13 @@ import (
 )
 
 // apiDeps wires the concrete storage into the narrow interfaces the server
-// and its dialects use (api.Deps): only app knows the concrete types.
+// and its dialects use (api.Wire): only app knows the concrete types.
 func apiDeps(head *series.DB, index *series.Index, st store.Store, uids *uid.Table, layout rowkey.Layout,
 	writer *ingest.Writer, engine *query.Engine) api.Deps {
-	type diskUser interface{ DiskUsage() uint64 }
-	return api.Deps{
-		Fatal: head.Fatal,
-		Figures: func() api.Figures {
-			s := head.Stats()
-			return api.Figures{Series: s.IndexSeries, HeadSeries: s.Series, PointsInHead: s.PointsInHead, WALBytes: s.WALBytes}
-		},
-		DiskUsage: func() (uint64, bool) {
-			if du, ok := st.(diskUser); ok {
-				return du.DiskUsage(), true
-			}
-			return 0, false
-		},
-		OpenTSDB: opentsdbhttp.Deps{
-			Writer: writer, Querier: engine, UIDs: uids, Index: index, Deleter: head, Head: head,
-			Meta: meta.New(st), SaltBuckets: layout.SaltBuckets, Rollups: rollupWriter{head},
-		},
-		Prom: promhttp.Deps{Writer: writer, Querier: engine, Deleter: head, Snapshotter: head, Cardinality: head},
-	}
+	return api.Wire(api.Parts{
+		Engine: head, Store: st, Index: index, UIDs: uids, Writer: writer, Querier: engine,
+		Meta: meta.New(st), SaltBuckets: layout.SaltBuckets, Rollups: rollupWriter{head},
+	})
 }
 
 // rollupWriter hands /api/rollup's points to the engine
