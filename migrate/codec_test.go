@@ -212,6 +212,16 @@ func chunkedBody(t testing.TB, series map[string][]prompb.Sample) []byte {
 	return buf.Bytes()
 }
 
+// samplesBody builds a SAMPLES answer holding tss: the protobuf, and the
+// body as sent (snappy).
+func samplesBody(t testing.TB, tss ...*prompb.TimeSeries) (raw, body []byte) {
+	raw, err := (&prompb.ReadResponse{Results: []*prompb.QueryResult{{Timeseries: tss}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, snappy.Encode(nil, raw)
+}
+
 type nopFlusher struct{}
 
 func (nopFlusher) Flush() {}
@@ -233,14 +243,13 @@ func TestDecodeChunkedReadResponse(t *testing.T) {
 }
 
 func TestDecodeSamplesReadResponse(t *testing.T) {
-	resp := prompb.ReadResponse{Results: []*prompb.QueryResult{{Timeseries: []*prompb.TimeSeries{{
+	_, body := samplesBody(t, &prompb.TimeSeries{
 		Labels:     []prompb.Label{{Name: "job", Value: "x"}, {Name: MetricLabel, Value: "up"}},
 		Samples:    []prompb.Sample{{Timestamp: 1, Value: 1}, {Timestamp: 50, Value: 2}},
 		Histograms: []prompb.Histogram{{Timestamp: 2}},
-	}}}}}
-	raw, _ := resp.Marshal()
+	})
 	var got []Series
-	err := DecodeSamplesReadResponse(snappy.Encode(nil, raw), Slice{0, 10}, func(q int64, s *Series) error {
+	err := DecodeSamplesReadResponse(body, Slice{0, 10}, func(q int64, s *Series) error {
 		got = append(got, Series{Labels: append([]Label(nil), s.Labels...), Points: append([]Point(nil), s.Points...), Skipped: s.Skipped})
 		return nil
 	})

@@ -6,7 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -49,12 +48,11 @@ func FuzzDecodeQueryResponse(f *testing.F) {
 // a snappy body of SAMPLES and as a stream of frames): no panic, and every
 // sample passed on lies in the slice.
 func FuzzDecodeReadResponse(f *testing.F) {
-	resp := prompb.ReadResponse{Results: []*prompb.QueryResult{{Timeseries: []*prompb.TimeSeries{{
+	_, body := samplesBody(f, &prompb.TimeSeries{
 		Labels:  []prompb.Label{{Name: MetricLabel, Value: "up"}},
 		Samples: []prompb.Sample{{Timestamp: 1, Value: math.NaN()}, {Timestamp: 2, Value: math.Inf(1)}, {Timestamp: 3, Value: math.Copysign(0, -1)}},
-	}}}}}
-	raw, _ := resp.Marshal()
-	f.Add(snappy.Encode(nil, raw))
+	})
+	f.Add(body)
 	f.Add(chunkedBody(f, map[string][]prompb.Sample{"a": {{Timestamp: 1, Value: 1}, {Timestamp: 2, Value: math.NaN()}}}))
 	f.Add([]byte{})
 	s := Slice{2, 100}

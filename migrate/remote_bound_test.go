@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -21,20 +20,13 @@ func TestRemoteReadMaxBytes(t *testing.T) {
 	for i := range 2000 {
 		ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: int64(i), Value: 1})
 	}
-	raw, err := (&prompb.ReadResponse{Results: []*prompb.QueryResult{{Timeseries: []*prompb.TimeSeries{ts}}}}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := snappy.Encode(nil, raw)
+	raw, body := samplesBody(t, ts)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	c, err := NewClient(Auth{}, 10*time.Second, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustClient(t, Auth{}, 10*time.Second, 0)
 	ms, _ := ParseSelectors([]string{"up"})
 	for _, tc := range []struct {
 		name string
