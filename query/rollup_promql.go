@@ -245,6 +245,9 @@ func (q *promQuerier) selectRollups(ctx context.Context, hints *storage.SelectHi
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
 	}
+	if err := q.checkSteps(hints, len(entries)); err != nil {
+		return storage.ErrSeriesSet(err), true
+	}
 	out, err := q.rollupSamples(ctx, entries, kind, iv, start, end)
 	if err != nil {
 		return storage.ErrSeriesSet(err), true

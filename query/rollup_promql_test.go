@@ -323,3 +323,44 @@ func TestRewriteForRollups(t *testing.T) {
 		}
 	}
 }
+
+// TestPromRollupLimits: a selector read from rollups is held to the same
+// limits as a raw one: steps × series, and the samples it loads.
+func TestPromRollupLimits(t *testing.T) {
+	ctx := context.Background()
+	env := openGrid(t, 2)
+	mem := newMemRollups(t, env, 3_600_000)
+	env.eng.SetRollups(mem, nil)
+	ctx = WithMaxSourceResolution(ctx, 3_600_000)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	start, end := env.first+2*rowkey.HourMs, env.first+6*rowkey.HourMs
+	for _, c := range []struct {
+		lim  PromLimits
+		want string
+	}{
+		{PromLimits{MaxOutputPoints: 20}, "output points"}, // 6 series × 5 steps
+		{PromLimits{MaxSamples: 10}, "samples"},
+		{PromLimits{}, ""},
+	} {
+		qy := env.eng.Queryable(c.lim)
+		before := mem.reads
+		q, err := eng.NewRangeQuery(ctx, qy, nil, "max_over_time(gauge[1h])",
+			time.UnixMilli(start), time.UnixMilli(end), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := q.Exec(ctx)
+		q.Close()
+		read := mem.reads > before
+		switch {
+		case c.want == "" && (res.Err != nil || !read):
+			t.Errorf("no limit: %v, rollups read %v", res.Err, read)
+		case c.want != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), c.want)):
+			t.Errorf("%+v: error %v, want one about %s", c.lim, res.Err, c.want)
+		case c.want == "output points" && read:
+			t.Errorf("%+v: the rollups were read before the limit stopped the query", c.lim)
+		case c.want == "samples" && !read:
+			t.Errorf("%+v: no rollup read", c.lim)
+		}
+	}
+}
