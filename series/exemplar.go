@@ -200,15 +200,8 @@ func (h *Head) AppendExemplars(ctx context.Context, samples []ExemplarSample, re
 	if ok == 0 {
 		return 0, nil
 	}
-	h.applyMu.RLock()
-	defer h.applyMu.RUnlock()
-	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
-		for _, s := range series {
-			if s != nil && s.walSeg != segment {
-				buf = appendSeriesDef(buf, s.ref, s.labels)
-				s.walSeg = segment
-			}
-		}
+	kept := 0
+	err := h.walApply(series, func(buf []byte) []byte {
 		buf = append(buf, entryExemplars)
 		buf = binary.AppendUvarint(buf, uint64(ok))
 		for i, s := range series {
@@ -218,21 +211,15 @@ func (h *Head) AppendExemplars(ctx context.Context, samples []ExemplarSample, re
 			}
 		}
 		return buf
+	}, func(int, int64) {
+		for i, s := range series {
+			if s != nil && h.exemplars.add(s.labels, s.tsuid, samples[i].Exemplar, true) {
+				kept++
+			}
+		}
 	})
 	if err != nil {
-		if h.log.Err() != nil {
-			return 0, h.failed(fmt.Errorf("series: writing the wal: %w", err))
-		}
-		return 0, fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
-	}
-	kept := 0
-	for i, s := range series {
-		if s != nil && h.exemplars.add(s.labels, s.tsuid, samples[i].Exemplar, true) {
-			kept++
-		}
-	}
-	if err := h.log.Commit(pos); err != nil {
-		return 0, h.failed(fmt.Errorf("series: syncing the wal: %w", err))
+		return 0, err
 	}
 	return kept, nil
 }

@@ -208,6 +208,35 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 	if ok == 0 {
 		return nil
 	}
+	return h.walApply(series, func(buf []byte) []byte {
+		buf = append(buf, entryHistograms)
+		buf = binary.AppendUvarint(buf, uint64(ok))
+		for i, s := range series {
+			if s == nil {
+				continue
+			}
+			buf = binary.AppendUvarint(buf, s.ref)
+			buf = binary.AppendVarint(buf, samples[i].T)
+			buf = binary.AppendUvarint(buf, uint64(len(encoded[i])))
+			buf = append(buf, encoded[i]...)
+		}
+		return buf
+	}, func(seg int, now int64) {
+		for i, s := range series {
+			if s != nil {
+				h.histAdd(s, chunk.HistPoint{T: samples[i].T, H: samples[i].H, FH: samples[i].FH}, seg, now)
+			}
+		}
+		h.m.points.Add(float64(ok))
+	})
+}
+
+// walApply writes an entry of the given series through the WAL as
+// AppendRequest writes points: the series' definitions the segment lacks,
+// then what entry appends; then apply puts it in memory, with the segment
+// counted in flight until it has (so no truncation removes it first), under
+// applyMu shared (so deletes stay in the WAL's order); then the WAL commit.
+func (h *Head) walApply(series []*memSeries, entry func(buf []byte) []byte, apply func(seg int, now int64)) error {
 	var seg int
 	h.applyMu.RLock()
 	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
@@ -221,18 +250,7 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 				s.walSeg = segment
 			}
 		}
-		buf = append(buf, entryHistograms)
-		buf = binary.AppendUvarint(buf, uint64(ok))
-		for i, s := range series {
-			if s == nil {
-				continue
-			}
-			buf = binary.AppendUvarint(buf, s.ref)
-			buf = binary.AppendVarint(buf, samples[i].T)
-			buf = binary.AppendUvarint(buf, uint64(len(encoded[i])))
-			buf = append(buf, encoded[i]...)
-		}
-		return buf
+		return entry(buf)
 	})
 	done := func() {
 		h.inflightMu.Lock()
@@ -251,15 +269,9 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 		}
 		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
 	}
-	now := h.opts.Now().UnixMilli()
-	for i, s := range series {
-		if s != nil {
-			h.histAdd(s, chunk.HistPoint{T: samples[i].T, H: samples[i].H, FH: samples[i].FH}, seg, now)
-		}
-	}
+	apply(seg, h.opts.Now().UnixMilli())
 	h.applyMu.RUnlock()
 	done()
-	h.m.points.Add(float64(ok))
 	if err := h.log.Commit(pos); err != nil {
 		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
