@@ -100,16 +100,24 @@ func (s *writes) handleHistogram(w http.ResponseWriter, r *http.Request) {
 	}
 	s.host.Points("opentsdb_histogram", "stored").Add(float64(t.success))
 	s.host.Points("opentsdb_histogram", "rejected").Add(float64(t.failed))
+	msg := "One or more data points had errors"
+	if len(t.errs) > 0 && t.errs[0].Message == opentsdb.ErrBinaryHistogram {
+		msg = opentsdb.ErrBinaryHistogram
+	}
+	writePointsReply(w, &t, summary, details, msg, "histogram")
+}
+
+// writePointsReply answers a write of points as /api/put does: 204 when
+// all were stored, else 400 with msg; with ?summary or ?details the counts
+// (and with ?details the errors) as JSON, 200 or 400. what names the
+// endpoint in the hint ("rollup", "histogram").
+func writePointsReply(w http.ResponseWriter, t *putTally, summary, details bool, msg, what string) {
 	if !summary && !details {
 		if t.failed == 0 {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		msg := "One or more data points had errors"
-		if len(t.errs) > 0 && t.errs[0].Message == opentsdb.ErrBinaryHistogram {
-			msg = opentsdb.ErrBinaryHistogram
-		}
-		WriteError(w, http.StatusBadRequest, msg, `Please see the TSD logs or append "details" to the histogram request`)
+		WriteError(w, http.StatusBadRequest, msg, `Please see the TSD logs or append "details" to the `+what+` request`)
 		return
 	}
 	var list []*opentsdb.PointError

@@ -198,26 +198,7 @@ func (s *writes) handleRollup(w http.ResponseWriter, r *http.Request) {
 	}
 	s.host.Points("opentsdb_rollup", "stored").Add(float64(t.success))
 	s.host.Points("opentsdb_rollup", "rejected").Add(float64(t.failed))
-	if !summary && !details {
-		if t.failed == 0 {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		WriteError(w, http.StatusBadRequest, "One or more data points had errors",
-			`Please see the TSD logs or append "details" to the rollup request`)
-		return
-	}
-	var list []*opentsdb.PointError
-	if details {
-		list = t.errs
-	}
-	code := http.StatusOK
-	if t.failed > 0 {
-		code = http.StatusBadRequest
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(code)
-	_, _ = w.Write(opentsdb.AppendPutSummary(nil, t.success, t.failed, -1, list))
+	writePointsReply(w, &t, summary, details, "One or more data points had errors", "rollup") // handler_histogram.go
 }
 
 // telnetRollup stores one telnet rollup line and returns the reply line,
