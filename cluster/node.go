@@ -257,6 +257,26 @@ func (n *Node) call(ctx context.Context, p Peer, path string, body []byte) ([]by
 	return b, nil
 }
 
+// callAll posts body to path on every peer of live at once, each call
+// bounded by timeout, and calls reply with the peer's index in live and
+// its answer, on the call's goroutine. It returns at once; wait returns
+// once every reply has been handled.
+func (n *Node) callAll(ctx context.Context, live []Peer, timeout time.Duration, path string, body []byte,
+	reply func(i int, b []byte, err error)) (wait func()) {
+	var wg sync.WaitGroup
+	for i, p := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			b, err := n.call(cctx, p, path, body)
+			reply(i, b, err)
+		}()
+	}
+	return wg.Wait
+}
+
 // Snapshots returns, for each series of ls, the points in [start, end] that
 // this node's head and every live peer's head hold, merged (sorted, one per
 // timestamp). Peers that do not answer within the timeout, and down ones,
@@ -283,21 +303,12 @@ func (n *Node) Snapshots(ctx context.Context, ls []series.Labels, start, end int
 	began := time.Now()
 	replies := make([][][]chunk.Point, len(live))
 	errs := make([]error, len(live))
-	var wg sync.WaitGroup
-	for i, p := range live {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-			defer cancel()
-			b, err := n.call(cctx, p, PathSnapshot, body)
-			if err == nil {
-				replies[i], err = DecodeReply(b, len(ls), start, uint64(limit))
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
+	n.callAll(ctx, live, n.opts.Timeout, PathSnapshot, body, func(i int, b []byte, err error) {
+		if err == nil {
+			replies[i], err = DecodeReply(b, len(ls), start, uint64(limit))
+		}
+		errs[i] = err
+	})()
 	n.m.fanout.Observe(time.Since(began).Seconds())
 	for i, p := range live {
 		err := errs[i]
@@ -342,18 +353,9 @@ func (n *Node) Delete(ctx context.Context, ls []series.Labels, start, end int64)
 	body := AppendDeleteRequest(nil, &DeleteRequest{Start: start, End: end, Series: ls})
 	live, down := n.view()
 	errs := make([]error, len(live))
-	var wg sync.WaitGroup
-	for i, p := range live {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, n.opts.DeleteTimeout)
-			defer cancel()
-			_, errs[i] = n.call(cctx, p, PathDelete, body)
-		}()
-	}
+	wait := n.callAll(ctx, live, n.opts.DeleteTimeout, PathDelete, body, func(i int, _ []byte, err error) { errs[i] = err })
 	lerr := n.local.Delete(ctx, ls, start, end)
-	wg.Wait()
+	wait()
 	missed := down
 	for i, p := range live {
 		if errs[i] != nil {
