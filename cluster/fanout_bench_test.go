@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/warnings"
 	"hourglass/series"
 	"hourglass/store/pebble"
 )
@@ -63,7 +64,7 @@ func BenchmarkFanout(b *testing.B) {
 			cpu0 := cpuNow()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ctx, ws := WithWarnings(context.Background())
+				ctx, ws := warnings.With(context.Background())
 				out, err := a.Snapshots(ctx, ls, 0, 600_000, 0)
 				if err != nil || len(out[n-1]) != 60 {
 					b.Fatalf("%v %d %q", err, len(out[n-1]), ws.Messages())

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/warnings"
 	"hourglass/query"
 	"hourglass/series"
 	"hourglass/store"
@@ -289,7 +290,7 @@ func (n *Node) Snapshots(ctx context.Context, ls []series.Labels, start, end int
 	}
 	live, down := n.view()
 	for _, p := range down {
-		Warn(ctx, downWarning(p))
+		warnings.Add(ctx, downWarning(p))
 		n.m.warnings.Inc()
 	}
 	if len(live) == 0 || len(ls) == 0 {
@@ -324,7 +325,7 @@ func (n *Node) Snapshots(ctx context.Context, ls []series.Labels, start, end int
 		default:
 			n.m.calls.WithLabelValues("snapshot", "error").Inc()
 			n.m.warnings.Inc()
-			Warn(ctx, failWarning(p, err))
+			warnings.Add(ctx, failWarning(p, err))
 		}
 	}
 	for i := range ls {
@@ -361,13 +362,13 @@ func (n *Node) Delete(ctx context.Context, ls []series.Labels, start, end int64)
 		if errs[i] != nil {
 			n.m.calls.WithLabelValues("delete", "error").Inc()
 			missed = append(missed, p)
-			Warn(ctx, fmt.Sprintf("node %d (%s) did not confirm the delete (%v): it is queued for it", p.Writer, p.URL, errs[i]))
+			warnings.Add(ctx, fmt.Sprintf("node %d (%s) did not confirm the delete (%v): it is queued for it", p.Writer, p.URL, errs[i]))
 			continue
 		}
 		n.m.calls.WithLabelValues("delete", "ok").Inc()
 	}
 	for _, p := range down {
-		Warn(ctx, fmt.Sprintf("node %d (%s) is down: the delete is queued for it to apply when it starts", p.Writer, p.URL))
+		warnings.Add(ctx, fmt.Sprintf("node %d (%s) is down: the delete is queued for it to apply when it starts", p.Writer, p.URL))
 	}
 	for _, p := range missed {
 		if err := n.queueDelete(ctx, p.Writer, body); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/warnings"
 	"hourglass/model"
 	"hourglass/query"
 	"hourglass/series"
@@ -107,7 +108,7 @@ func TestSnapshotsMergeAndWarn(t *testing.T) {
 	a.head.pts[x] = []chunk.Point{{T: 10, V: chunk.Int(1)}, {T: 30, V: chunk.Int(3)}}
 	b.head.pts[x] = []chunk.Point{{T: 20, V: chunk.Int(2)}, {T: 30, V: chunk.Int(3)}}
 	c.head.pts[y] = []chunk.Point{{T: 15, V: chunk.Float(1.5)}, {T: 99, V: chunk.Int(9)}}
-	ctx, ws := WithWarnings(context.Background())
+	ctx, ws := warnings.With(context.Background())
 	got, err := a.Snapshots(ctx, []series.Labels{x, y}, 0, 50, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestSnapshotsMergeAndWarn(t *testing.T) {
 
 	// A peer that does not answer is named; the others' points come.
 	c.srv.Close()
-	ctx, ws = WithWarnings(context.Background())
+	ctx, ws = warnings.With(context.Background())
 	got, err = a.Snapshots(ctx, []series.Labels{x, y}, 0, 50, 0)
 	if err != nil || len(got[0]) != 3 || len(got[1]) != 0 {
 		t.Fatalf("with node 3 gone: %v %v", got, err)
@@ -171,7 +172,7 @@ func TestDownPeerAndQueuedDelete(t *testing.T) {
 	if len(live) != 1 || live[0].Writer != 2 || len(down) != 1 || down[0].Writer != 3 {
 		t.Fatalf("live %v, down %v", live, down)
 	}
-	ctx, ws := WithWarnings(context.Background())
+	ctx, ws := warnings.With(context.Background())
 	if got, err := a.Snapshots(ctx, []series.Labels{x}, 0, 50, 0); err != nil || len(got[0]) != 2 {
 		t.Fatalf("%v %v", got, err)
 	}
@@ -183,7 +184,7 @@ func TestDownPeerAndQueuedDelete(t *testing.T) {
 
 	// A delete reaches the live peer and is queued for the down one,
 	// which applies it when it starts, once.
-	ctx, ws = WithWarnings(context.Background())
+	ctx, ws = warnings.With(context.Background())
 	if err := a.Delete(ctx, []series.Labels{x}, 0, 15); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestBearerToken(t *testing.T) {
 		if err := n.readRegistry(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		ctx, ws := WithWarnings(context.Background())
+		ctx, ws := warnings.With(context.Background())
 		got, err := n.Snapshots(ctx, []series.Labels{x}, 0, 10, 0)
 		if err != nil || len(got[0]) != c.n {
 			t.Fatalf("token %q: %v %v", c.token, got, err)

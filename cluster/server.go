@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"hourglass/chunk"
+	"hourglass/internal/warnings"
 )
 
 // The peer protocol's paths (POST, body and reply ContentType). They are
@@ -122,7 +123,7 @@ func (n *Node) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, ws := WithWarnings(r.Context())
+		ctx, ws := warnings.With(r.Context())
 		next.ServeHTTP(&warnWriter{ResponseWriter: w, ws: ws}, r.WithContext(ctx))
 		if list := ws.Messages(); len(list) > 0 {
 			n.log.Warn("answered without some nodes' unsealed points", "path", r.URL.Path, "warnings", list)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"hourglass/internal/warnings"
 )
 
 func TestHandlerRefuses(t *testing.T) {
@@ -41,9 +43,9 @@ func TestHandlerRefuses(t *testing.T) {
 func TestMiddlewareWarningHeader(t *testing.T) {
 	n := New(nil, &fakeHead{}, nil, Options{WriterID: 1, Registerer: prometheus.NewRegistry()})
 	h := n.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		Warn(r.Context(), "node 2 did not answer")
-		Warn(r.Context(), "node 2 did not answer") // once
-		Warn(r.Context(), "node 3 is down")
+		warnings.Add(r.Context(), "node 2 did not answer")
+		warnings.Add(r.Context(), "node 2 did not answer") // once
+		warnings.Add(r.Context(), "node 3 is down")
 		w.WriteHeader(200)
 	}))
 	rec := httptest.NewRecorder()
@@ -51,7 +53,7 @@ func TestMiddlewareWarningHeader(t *testing.T) {
 	if got := rec.Header().Values(WarningHeader); len(got) != 2 || got[0] != "node 2 did not answer" {
 		t.Fatalf("headers: %q", got)
 	}
-	if got := FromContext(context.Background()); got != nil {
+	if got := warnings.From(context.Background()); got != nil {
 		t.Fatalf("a context without a gatherer: %q", got)
 	}
 }

@@ -1,20 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"net/http"
 
 	"hourglass/internal/warnings"
 )
-
-// Warn adds msg to the warnings of ctx (internal/warnings).
-func Warn(ctx context.Context, msg string) { warnings.Add(ctx, msg) }
-
-// WithWarnings returns a context that gathers warnings (internal/warnings).
-func WithWarnings(ctx context.Context) (context.Context, *warnings.List) { return warnings.With(ctx) }
-
-// FromContext returns the warnings gathered in ctx so far.
-func FromContext(ctx context.Context) []string { return warnings.From(ctx) }
 
 // WarningHeader is the response header that carries each warning, one
 // header line per warning: OpenTSDB 2.4's replies have no field for them,
