@@ -75,6 +75,11 @@ func TestOpenTSDBHistograms(t *testing.T) {
 	if got := q(`histogram_count({__name__="req.latency"})`, ts+60)[`{host="a"}`]; got != "4" {
 		t.Errorf("histogram_count of the telnet point = %q, want 4", got)
 	}
+	// percentiles on /api/query: refused, pointing to PromQL.
+	pq := `{"start":` + strconv.FormatInt(ts, 10) + `,"queries":[{"aggregator":"sum","metric":"req.latency","percentiles":[99]}]}`
+	if r := ps.do("POST", "/api/query", nil, []byte(pq)); r.code != 400 || !strings.Contains(string(r.body), "histogram_quantile") {
+		t.Errorf("percentiles: %d %s", r.code, r.body)
+	}
 	// The median of 1 below 0, 5 in [0,10), 3 in [10,20), 2 in [20,40), 1
 	// above: the 6th of 12 is the last of the [0,10) bucket: 10.
 	if got := q(`histogram_quantile(0.5, {__name__="req.latency"})`, ts)[`{host="a"}`]; got != "10" {

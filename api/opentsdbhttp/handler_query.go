@@ -410,8 +410,8 @@ func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start,
 	}
 	if len(sq.Percentiles) > 0 {
 		return req, &opentsdb.RequestError{Status: http.StatusBadRequest,
-			Message: "Percentiles are queried from histogram data, which hourglass does not store",
-			Details: "use the p50 ... p999 and ep50r3 ... ep999r7 aggregators over numeric data"}
+			Message: "Percentiles over histogram data are not computed by /api/query in hourglass",
+			Details: "histograms written through /api/histogram are read with PromQL's histogram_quantile (/api/v1/query); over numeric data use the p50 ... p999 and ep50r3 ... ep999r7 aggregators"}
 	}
 	req.Start, req.End = start, end
 	if sq.Rate {
