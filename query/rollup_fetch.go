@@ -89,9 +89,8 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 	st := make([]rollupSeries, len(entries))
 	for i, en := range entries {
 		u := whole
-		// Only the first point matters: a range of one hour.
-		if h := e.head.Snapshot(en.Labels, start, end, nil); len(h) > 0 {
-			u = min(u, floorTo(rowkey.HourOf(h[0].T), d))
+		if h, ok := e.firstHeadHour(en.Labels, start, end); ok {
+			u = min(u, floorTo(h, d))
 		}
 		st[i].u = max(u, a)
 	}
@@ -123,6 +122,24 @@ func (e *Engine) fetchRollups(ctx context.Context, req Request, entries []*serie
 }
 
 const dayMs = 24 * rowkey.HourMs
+
+// headHours is what series.Head offers beyond Snapshot: the first hour in
+// which it holds a chunk of a series.
+type headHours interface {
+	FirstHour(l series.Labels, start, end int64) (int64, bool)
+}
+
+// firstHeadHour returns the earliest hour of [start, end] from which the
+// store may not hold every point of l yet (the head holds some), or false.
+func (e *Engine) firstHeadHour(l series.Labels, start, end int64) (int64, bool) {
+	if hh, ok := e.head.(headHours); ok {
+		return hh.FirstHour(l, start, end)
+	}
+	if h := e.head.Snapshot(l, start, end, nil); len(h) > 0 {
+		return rowkey.HourOf(h[0].T), true
+	}
+	return 0, false
+}
 
 // markMissingDays sends to the raw path each series with a UTC day wholly
 // in its rollup part that the index says has data but that has no rollup

@@ -275,8 +275,8 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 	for i, en := range entries {
 		out[i] = &rollupPromSeries{lbls: promLabels(en.Labels), kind: kind}
 		u := end + 1
-		if h := q.e.head.Snapshot(en.Labels, start, end, nil); len(h) > 0 {
-			u = h[0].T
+		if h, ok := q.e.firstHeadHour(en.Labels, start, end); ok {
+			u = h
 		}
 		if iv > 0 {
 			u = max(from, floorTo(rowkey.HourOf(u), iv))
