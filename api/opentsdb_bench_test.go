@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"hourglass/internal/cputime"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
@@ -166,7 +167,7 @@ func appendPutBench(dst []byte, step int, st *stamps) []byte {
 // processCPU's value before the loop.
 func reportPerPoint(b *testing.B, points int, cpu time.Duration) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(points), "ns/point")
-	if end, ok := processCPU(); ok && end > cpu {
+	if end, ok := cputime.Process(); ok && end > cpu {
 		b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(points), "cpu-ns/point")
 	}
 }
@@ -184,7 +185,7 @@ func BenchmarkOpenTSDBPut(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	for i := 0; b.Loop(); i++ {
 		st.rewrite(body, (i+1)*tsdbBenchSteps)
 		if r := ps.do("POST", "/api/put", nil, body); r.code != 204 {
@@ -238,7 +239,7 @@ func BenchmarkOpenTSDBTelnet(b *testing.B) {
 	send(lines) // creates the series
 	b.SetBytes(int64(len(lines)))
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	for i := 0; b.Loop(); i++ {
 		st.rewrite(lines, (i+1)*tsdbBenchSteps)
 		send(lines)

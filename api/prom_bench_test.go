@@ -7,6 +7,8 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
+
+	"hourglass/internal/cputime"
 )
 
 // BenchmarkPromRemoteWrite is a remote-write request as Prometheus sends it
@@ -33,7 +35,7 @@ func BenchmarkPromRemoteWrite(b *testing.B) {
 		b.Fatalf("%d %s", r.code, r.body)
 	}
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	k := 1
 	for b.Loop() {
 		r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[k%len(bodies)])
@@ -71,7 +73,7 @@ func BenchmarkPromRemoteWriteParallel(b *testing.B) {
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(senders / 2) // 2 cores
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		mine := bodies[int(next.Add(1)-1)%senders]

@@ -8,6 +8,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
+
+	"hourglass/internal/cputime"
 )
 
 // BenchmarkPromRemoteWriteHistograms is BenchmarkPromRemoteWrite with
@@ -43,7 +45,7 @@ func BenchmarkPromRemoteWriteHistograms(b *testing.B) {
 		b.Fatalf("%d %s", r.code, r.body)
 	}
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	k := 1
 	for b.Loop() {
 		r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[k%len(bodies)])

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/internal/warnings"
 	"hourglass/series"
 	"hourglass/store/pebble"
@@ -61,7 +61,7 @@ func BenchmarkFanout(b *testing.B) {
 			if live, down := a.Peers(); len(live) != 2 {
 				b.Fatalf("live %v down %v", live, down)
 			}
-			cpu0 := cpuNow()
+			cpu0 := cputime.Used()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ctx, ws := warnings.With(context.Background())
@@ -71,15 +71,7 @@ func BenchmarkFanout(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
