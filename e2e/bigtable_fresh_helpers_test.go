@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -17,25 +16,7 @@ import (
 )
 
 // The helpers of TestBigtableFresh: they run on goroutines of their own,
-// so they return errors instead of failing the test.
-
-// tryDo sends a request to base+path and returns the status, headers and body.
-func tryDo(method, base, path, ctype string, body []byte) (int, http.Header, []byte, error) {
-	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b, err
-}
+// so they return errors instead of failing the test (tryDo, harness_test.go).
 
 // acked is a point a node acknowledged, and when.
 type acked struct {

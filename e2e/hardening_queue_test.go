@@ -27,13 +27,7 @@ func worstBase() int64 { return (time.Now().Unix() - 7200) / 3600 * 3600 }
 
 // rawGet is a GET safe to call from any goroutine: its error is returned.
 func rawGet(s *server, path string) (int, http.Header, []byte, error) {
-	resp, err := client.Get(s.url + path)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b, err
+	return tryDo("GET", s.url, path, "", nil)
 }
 
 // rawRead is a remote read of q.metric, safe from any goroutine.

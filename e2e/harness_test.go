@@ -170,23 +170,30 @@ var client = &http.Client{Timeout: 60 * time.Second}
 // do sends a request and returns the status and body.
 func (s *server) do(method, path, contentType string, body []byte) (int, []byte) {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := client.Do(req)
+	code, _, b, err := tryDo(method, s.url, path, contentType, body)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return code, b
+}
+
+// tryDo sends a request to base+path and returns the status, headers and
+// body; it is safe on any goroutine (it returns its error, fails nothing).
+func tryDo(method, base, path, ctype string, body []byte) (int, http.Header, []byte, error) {
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return resp.StatusCode, resp.Header, b, err
 }
 
 func (s *server) postJSON(path string, v any) (int, []byte) {
