@@ -320,6 +320,9 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 		}
 		// The points written are the whole row when no cell stays beside them.
 		complete := len(keep) == 0 && !ri.foreign
+		// Hook (rollup_continue.go): the new points follow the row's own.
+		prevLast, follows := rowLastT(keep)
+		follows = follows && len(overlapping) == 0 && !ri.foreign && prevLast < first
 		ri.cells = keep
 		if len(overlapping) > 0 {
 			merged, err = f.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
@@ -350,6 +353,8 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 			r := rollupRow{tsuid: s.tsuid, hour: c.hour, complete: complete}
 			if complete {
 				r.buckets = f.rollups.hourBuckets(pts)
+			} else if follows {
+				r.buckets, r.complete = f.rollups.continueHour(s.tsuid, c.hour, prevLast, pts)
 			}
 			rolled = append(rolled, r)
 		}

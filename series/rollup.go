@@ -27,7 +27,9 @@ import (
 //
 // The buckets come from the points just written when they are the whole
 // row (a row the writer had no cell in, or whose every cell it rewrote);
-// otherwise from the row read back from the store after the write (a late
+// or continued from the hour's cached bucket by points that follow all
+// the row's (rollup_continue.go); otherwise from the row read back from
+// the store after the write (a late
 // chunk beside cells already there, another writer's cells). Intervals
 // below an hour have one cell per hour, which the hour's buckets replace;
 // an hour and above one cell per UTC day, read back and the hour's bucket
@@ -74,7 +76,8 @@ func (o RollupOptions) Validate() error {
 
 // rollupRow is one data row the flusher wrote: the series, the hour, and
 // per interval (rollupWriter.intervals) the hour's buckets when the points
-// written were the whole row (complete), for intervals up to an hour.
+// written were the whole row, or continued the buckets last written
+// (rollup_continue.go) (complete), for intervals up to an hour.
 type rollupRow struct {
 	tsuid    []byte
 	hour     int64
@@ -88,6 +91,9 @@ type rollupMetrics struct {
 	errors   prometheus.Counter
 	reads    prometheus.Counter
 	dayReads prometheus.Counter
+	// continued: hours whose buckets went on from the cached ones
+	// (rollup_continue.go) rather than from the row read back.
+	continued prometheus.Counter
 }
 
 func newRollupMetrics(r prometheus.Registerer) *rollupMetrics {
@@ -102,9 +108,11 @@ func newRollupMetrics(r prometheus.Registerer) *rollupMetrics {
 			Name: "hourglass_rollup_day_cells_read_total", Help: "Rollup day cells (intervals of 1h and above) read back because the day cell cache (-rollup.cache-bytes) did not hold them."}),
 		reads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_rollup_raw_rows_read_total", Help: "Raw rows read back to compute rollups (late points, other writers, intervals above an hour, deletes)."}),
+		continued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_rollup_hours_continued_total", Help: "Rows written in a later chunk of their hour whose rollups were continued from the cached buckets by the new points alone, without reading the row back."}),
 	}
 	if r != nil {
-		r.MustRegister(m.cells, m.seconds, m.errors, m.reads, m.dayReads)
+		r.MustRegister(m.cells, m.seconds, m.errors, m.reads, m.dayReads, m.continued)
 	}
 	return m
 }

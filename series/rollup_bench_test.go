@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"hourglass/chunk"
 	"hourglass/loadtest"
 	"hourglass/rowkey"
@@ -63,7 +65,9 @@ func backfillBatches(tb testing.TB, hosts int) (batches [][]series.Sample, point
 // After the last round it reports the data set's bytes on disk after a
 // full compaction (disk-B: the rollups' share is the difference from
 // rollups=off, the same data) and the bytes of the keys and values of the
-// data and rollup tables before compression. Run the modes interleaved,
+// data and rollup tables before compression; raw-rows-read/op the raw rows
+// the rollups read back (1h,chunk=60 seals every hour in 6 chunks, as a
+// full open chunk or -wal-max-bytes does). Run the modes interleaved,
 // one round of the three per run:
 //
 //	go test -c -o /tmp/series.test ./series/
@@ -71,12 +75,16 @@ func backfillBatches(tb testing.TB, hosts int) (batches [][]series.Sample, point
 func BenchmarkRollupIngest(b *testing.B) {
 	batches, points := backfillBatches(b, 10)
 	for _, mode := range []struct {
-		name string
-		ivs  []time.Duration
-	}{{"off", nil}, {"1h", []time.Duration{time.Hour}}, {"10m,1h", []time.Duration{10 * time.Minute, time.Hour}}} {
+		name     string
+		ivs      []time.Duration
+		chunkMax int
+	}{{"off", nil, 0}, {"1h", []time.Duration{time.Hour}, 0}, {"10m,1h", []time.Duration{10 * time.Minute, time.Hour}, 0},
+		// Chunks sealed small: each hour of a series in 6 chunks.
+		{"1h,chunk=60", []time.Duration{time.Hour}, 60}} {
 		b.Run("rollups="+mode.name, func(b *testing.B) {
 			var cpu time.Duration
 			var st *pebble.Store
+			var rawRows float64
 			for b.Loop() {
 				if st != nil {
 					st.Close()
@@ -88,9 +96,11 @@ func BenchmarkRollupIngest(b *testing.B) {
 					b.Fatal(err)
 				}
 				layout := rowkey.DefaultLayout()
+				reg := prometheus.NewRegistry()
 				c0 := cpuTime()
 				db, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 					Layout: layout, Logger: quiet, Rollup: series.RollupOptions{Intervals: mode.ivs, CacheBytes: series.DefaultRollupOptions().CacheBytes},
+					ChunkMaxPoints: mode.chunkMax, Registerer: reg,
 					WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval, Compress: true},
 				})
 				if err != nil {
@@ -106,7 +116,11 @@ func BenchmarkRollupIngest(b *testing.B) {
 					b.Fatal(err)
 				}
 				cpu += cpuTime() - c0
+				if len(mode.ivs) > 0 {
+					rawRows += metricValue(b, reg, "hourglass_rollup_raw_rows_read_total")
+				}
 			}
+			b.ReportMetric(rawRows/float64(b.N), "raw-rows-read/op")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*points), "cpu-ns/point")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")
 			if err := st.Compact(context.Background()); err != nil {

@@ -30,6 +30,12 @@ func withRollups(o *series.Options) {
 // sys.cpu and every interval, exactly the buckets of the points m holds.
 func checkRollups(t *testing.T, st store.Store, idx *series.Index, layout rowkey.Layout, m model) {
 	t.Helper()
+	checkRollupsAt(t, st, idx, layout, m, rollupIntervals)
+}
+
+// checkRollupsAt is checkRollups at the intervals ivs.
+func checkRollupsAt(t *testing.T, st store.Store, idx *series.Index, layout rowkey.Layout, m model, ivs []time.Duration) {
+	t.Helper()
 	ctx := context.Background()
 	entries := idx.Select("sys.cpu", nil, false, t0-rowkey.HourMs*48, t0+rowkey.HourMs*48)
 	if len(entries) == 0 {
@@ -40,7 +46,7 @@ func checkRollups(t *testing.T, st store.Store, idx *series.Index, layout rowkey
 		tsuids[i] = en.TSUID
 	}
 	all := m.points(math64Min, math64Max)
-	for _, iv := range rollupIntervals {
+	for _, iv := range ivs {
 		ivMs := iv.Milliseconds()
 		got := make([][]rollup.Bucket, len(entries))
 		err := rollup.Scan(ctx, st, layout, ivMs, tsuids, t0-2*24*rowkey.HourMs, t0+2*24*rowkey.HourMs, func(i int, b *rollup.Bucket) bool {
