@@ -5,10 +5,11 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"hourglass/api/dialect"
 	"io"
 	"net/http"
 	"strings"
+
+	"hourglass/api/dialect"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -21,7 +22,7 @@ func (s *Server) readBody(r *http.Request, buf *bytes.Buffer) error {
 	res := s.decoding.reservation()
 	defer res.release()
 	limit := s.cfg.MaxBodyBytes
-	raw := &strictLimitReader{r: r.Body, left: limit}
+	raw := &dialect.LimitReader{R: r.Body, N: limit, Err: dialect.ErrTooLargeAsSent}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
@@ -119,30 +120,6 @@ func readGrowing(rd io.Reader, buf *bytes.Buffer, limit int64, tooLarge error, r
 		buf.Write(c)
 	}
 	return nil
-}
-
-// strictLimitReader reads at most left bytes and fails with errBodyTooLarge
-// if the source has more, so a truncated body is never mistaken for a whole one.
-type strictLimitReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *strictLimitReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		n, err := l.r.Read(one[:])
-		if n > 0 {
-			return 0, dialect.ErrTooLargeAsSent
-		}
-		return 0, err
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // bodyError turns a readBody error into the status and message of a reply.

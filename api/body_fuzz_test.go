@@ -3,8 +3,9 @@ package api
 import (
 	"bytes"
 	"errors"
-	"hourglass/api/dialect"
 	"testing"
+
+	"hourglass/api/dialect"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +26,7 @@ func FuzzReadSnappy(f *testing.F) {
 		budget := newDecodeBudget(1<<30, prometheus.NewRegistry())
 		res := budget.reservation()
 		var out bytes.Buffer
-		err := readSnappy(&strictLimitReader{r: bytes.NewReader(body), left: 1 << 20}, &out, 1<<20, maxDecoded, res, nil)
+		err := readSnappy(&dialect.LimitReader{R: bytes.NewReader(body), N: 1 << 20, Err: dialect.ErrTooLargeAsSent}, &out, 1<<20, maxDecoded, res, nil)
 		res.release()
 		if budget.used != 0 {
 			t.Fatalf("%d bytes still reserved", budget.used)

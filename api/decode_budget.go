@@ -117,7 +117,7 @@ const snappyMaxExpansion = 22 // ≥ 64/3
 // only then is the claim reserved from res and allocated. admit, if not
 // nil, is asked with the compressed and decoded sizes before the decoded
 // bytes are allocated; its error is returned as is. rd must already be
-// bounded (a strictLimitReader) as sent.
+// bounded (a dialect.LimitReader) as sent.
 func readSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res *reservation, admit func(sent, decoded int64) error) error {
 	claim, hdr, err := readUvarint(rd)
 	if err != nil {

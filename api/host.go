@@ -24,7 +24,7 @@ func (s *Server) ReadBody(r *http.Request, buf *bytes.Buffer) error { return s.r
 
 // ReadSnappy implements dialect.Host (readSnappy, rd bounded as sent).
 func (s *Server) ReadSnappy(rd io.Reader, buf *bytes.Buffer, maxSent, maxDecoded int64, res dialect.Reservation, admit func(sent, decoded int64) error) error {
-	return readSnappy(&strictLimitReader{r: rd, left: maxSent}, buf, maxSent, maxDecoded, res.(*reservation), admit)
+	return readSnappy(&dialect.LimitReader{R: rd, N: maxSent, Err: dialect.ErrTooLargeAsSent}, buf, maxSent, maxDecoded, res.(*reservation), admit)
 }
 
 // BodyError implements dialect.Host (bodyError).

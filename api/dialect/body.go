@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 )
 
@@ -29,6 +30,32 @@ var (
 	// is spent by other requests: retry later.
 	ErrDecodeBusy = errors.New("too many request bytes being decoded at once")
 )
+
+// LimitReader reads at most N more bytes of R and fails with Err once R
+// has a byte past them, so a body cut at a limit is never taken for a
+// whole one (io.LimitReader ends it silently).
+type LimitReader struct {
+	R   io.Reader
+	N   int64 // the bytes it may still read
+	Err error // what a read past the limit returns
+}
+
+func (l *LimitReader) Read(p []byte) (int, error) {
+	if l.N <= 0 {
+		var one [1]byte
+		n, err := l.R.Read(one[:])
+		if n > 0 {
+			return 0, l.Err
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.N {
+		p = p[:l.N]
+	}
+	n, err := l.R.Read(p)
+	l.N -= int64(n)
+	return n, err
+}
 
 // pooledBufMax is the largest buffer bufPool keeps: a buffer grown for one
 // large body is dropped, not kept for ever by the pool.

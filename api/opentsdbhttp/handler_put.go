@@ -514,32 +514,10 @@ func (s *writes) putBodyReader(r *http.Request) (io.Reader, func(), error) {
 		return body, func() { dialect.PutBuf(body) }, nil
 	}
 	if s.cfg.PutMaxBytes > 0 {
-		rd = &putLimitReader{r: rd, left: s.cfg.PutMaxBytes, limit: s.cfg.PutMaxBytes}
+		rd = &dialect.LimitReader{R: rd, N: s.cfg.PutMaxBytes,
+			Err: &dialect.BodyTooLargeError{What: "once decompressed (-put-max-bytes)", Limit: s.cfg.PutMaxBytes}}
 	}
 	return &decodeErrReader{rd}, closeFn, nil
-}
-
-// putLimitReader fails with errBodyTooLarge past limit decoded bytes.
-type putLimitReader struct {
-	r           io.Reader
-	left, limit int64
-}
-
-func (l *putLimitReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		if n, err := l.r.Read(one[:]); n > 0 {
-			return 0, &dialect.BodyTooLargeError{What: "once decompressed (-put-max-bytes)", Limit: l.limit}
-		} else {
-			return 0, err
-		}
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // decodeErrReader marks errors of a decompressing reader as bad encodings.
