@@ -2,11 +2,8 @@ package api
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,11 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/internal/cputime"
-	"hourglass/rowkey"
+	"hourglass/internal/dbtest"
 	"hourglass/series"
 	"hourglass/series/wal"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // The OpenTSDB write benchmarks send 10,000 points over 1,000 series (10
@@ -39,32 +34,11 @@ const (
 // on an interval, as -wal-fsync=interval runs it.
 func newTSDBBenchServer(b *testing.B) *Server {
 	b.Helper()
-	dir := b.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		b.Fatal(err)
-	}
-	uids := uid.New(st, layout, uid.Options{})
-	idx, err := series.LoadIndex(context.Background(), st, layout)
-	if err != nil {
-		b.Fatal(err)
-	}
-	head, err := series.Open(context.Background(), st, uids, idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval, Compress: true},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		head.Close()
-		st.Close()
-	})
-	return newServerOver(Config{}, head, idx, st, uids, layout, prometheus.NewRegistry(), quiet)
+	e := dbtest.Open(b, b.TempDir(), func(o *series.Options) {
+		o.WAL.Sync, o.WAL.Compress = wal.SyncInterval, true
+	}, nil)
+	b.Cleanup(func() { e.Close() })
+	return newServerOver(Config{}, e.DB, e.Index, e.Store, e.UIDs, e.Layout, prometheus.NewRegistry(), dbtest.Quiet)
 }
 
 // tsdbBenchNames holds each series' metric and tags, in the wire order.

@@ -2,10 +2,8 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -30,12 +28,9 @@ import (
 
 	"hourglass/api/prom"
 	"hourglass/api/promhttp"
-	"hourglass/rowkey"
+	"hourglass/internal/dbtest"
 	"hourglass/series"
-	"hourglass/series/wal"
 	"hourglass/store"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // promServer is a whole server in process, over a Pebble store.
@@ -56,40 +51,14 @@ func newPromServer(t testing.TB, mod func(*Config)) *promServer {
 func newPromServerOver(t testing.TB, wrap func(store.Store) store.Store, mod func(*Config)) *promServer {
 	t.Helper()
 	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hst store.Store = st
-	if wrap != nil {
-		hst = wrap(st)
-	}
-	uids := uid.New(st, layout, uid.Options{})
-	idx, err := series.LoadIndex(context.Background(), hst, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := series.Open(context.Background(), hst, uids, idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		head.Close()
-		st.Close()
-	})
+	e := dbtest.Open(t, dir, nil, wrap)
+	t.Cleanup(func() { e.Close() })
 	cfg := Config{SnapshotDir: filepath.Join(dir, "snapshots")}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv := newServerOver(cfg, head, idx, hst, uids, layout, prometheus.NewRegistry(), quiet)
-	return &promServer{t: t, srv: srv, h: srv.Handler(), head: head}
+	srv := newServerOver(cfg, e.DB, e.Index, e.Store, e.UIDs, e.Layout, prometheus.NewRegistry(), dbtest.Quiet)
+	return &promServer{t: t, srv: srv, h: srv.Handler(), head: e.DB}
 }
 
 type promReply struct {
