@@ -323,7 +323,12 @@ func (e *rw1Encoder) encode(dst []byte, pts []Point) ([]byte, error) {
 		}
 		ts.Labels = appendPromLabels(ts.Labels[:0], s)
 		ts.Samples = ts.Samples[:0]
+		ts.Histograms = ts.Histograms[:0]
 		for _, i := range members {
+			if h := pts[i].H; h != nil {
+				ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(pts[i].T, h))
+				continue
+			}
 			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: pts[i].T, Value: pts[i].V.F()})
 		}
 		e.req.Timeseries = append(e.req.Timeseries, ts)
@@ -378,12 +383,20 @@ func (e *rw2Encoder) encode(dst []byte, pts []Point) ([]byte, error) {
 		}
 		ts.LabelsRefs = refs
 		ts.Samples = ts.Samples[:0]
+		ts.Histograms = ts.Histograms[:0]
 		for _, i := range members {
+			if h := pts[i].H; h != nil {
+				ts.Histograms = append(ts.Histograms, writev2.FromIntHistogram(0, pts[i].T, h))
+				continue
+			}
 			ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: pts[i].T, Value: pts[i].V.F()})
 		}
 		ts.Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE}
-		if s.Kind == Counter {
+		switch s.Kind {
+		case Counter:
 			ts.Metadata.Type = writev2.Metadata_METRIC_TYPE_COUNTER
+		case Histogram:
+			ts.Metadata.Type = writev2.Metadata_METRIC_TYPE_HISTOGRAM
 		}
 		e.req.Timeseries = append(e.req.Timeseries, ts)
 	})

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/prometheus/model/histogram"
 )
 
 // Kind is how a metric's values move.
@@ -20,6 +22,9 @@ const (
 	Counter
 	// Constant is an integer that never changes for a host.
 	Constant
+	// Histogram is a native histogram whose counts grow as a counter (see
+	// GenConfig.Histograms).
+	Histogram
 )
 
 func (k Kind) String() string {
@@ -30,6 +35,8 @@ func (k Kind) String() string {
 		return "counter"
 	case Constant:
 		return "constant"
+	case Histogram:
+		return "histogram"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -138,6 +145,8 @@ type Point struct {
 	S *Series
 	T int64
 	V Value
+	// H is the sample of a Histogram series (V is then zero).
+	H *histogram.Histogram
 }
 
 // GenConfig says what data to make.
@@ -162,6 +171,10 @@ type GenConfig struct {
 	// Values is how values are written: ValuesDecimal (the default, ""
 	// too) or ValuesFloat.
 	Values string
+	// Histograms is the number of native histogram series every host has
+	// besides its Series share of float series (0: none). Only the remote
+	// write dialects carry them.
+	Histograms int
 }
 
 // The value modes of GenConfig.Values.
@@ -198,6 +211,9 @@ func NewGenerator(cfg GenConfig) (*Generator, error) {
 	}
 	if cfg.Churn < 0 || math.IsNaN(cfg.Churn) || math.IsInf(cfg.Churn, 0) {
 		return nil, fmt.Errorf("churn %v: must be a fraction per hour, 0 or more", cfg.Churn)
+	}
+	if cfg.Histograms < 0 || cfg.Histograms > 100 {
+		return nil, fmt.Errorf("histograms %d: want 0 to 100 per host", cfg.Histograms)
 	}
 	if cfg.Start.IsZero() {
 		return nil, errors.New("start time not set")
@@ -238,7 +254,9 @@ func (g *Generator) IntervalMs() int64 { return g.interval }
 func (g *Generator) StepTime(i int64) int64 { return g.start + i*g.interval }
 
 // Points is the number of points the whole run makes (0 when Steps is 0).
-func (g *Generator) Points() int64 { return int64(g.cfg.Series) * int64(g.cfg.Steps) }
+func (g *Generator) Points() int64 {
+	return (int64(g.cfg.Series) + int64(g.hosts*g.cfg.Histograms)) * int64(g.cfg.Steps)
+}
 
 // metricsOf is the number of metrics host slot j has.
 func (g *Generator) metricsOf(j int) int {
@@ -272,7 +290,7 @@ func (g *Generator) DistinctSeries(steps int64) int64 {
 	var n int64
 	for j := 0; j < g.hosts; j++ {
 		gens := g.generation(j, steps-1) - g.generation(j, 0) + 1
-		n += gens * int64(g.metricsOf(j))
+		n += gens * int64(g.metricsOf(j)+g.cfg.Histograms)
 	}
 	return n
 }
@@ -323,12 +341,20 @@ type slot struct {
 	// instead of cur.
 	float bool
 	fcur  float64
+	// hist is the state of a histogram slot (metric >= len(Metrics)).
+	hist histState
 }
 
 func (g *Generator) reset(sl *slot, gen int64, tags []Tag) {
-	md := &Metrics[sl.metric]
 	h := sl.host + int(gen)*g.hosts
 	sl.gen = gen
+	if k := sl.metric - len(Metrics); k >= 0 {
+		sl.s = &Series{Metric: HistogramMetric(k), Kind: Histogram, Tags: tags, Host: h}
+		sl.rng = rand.New(rand.NewPCG(g.cfg.Seed, mix(uint64(h), uint64(sl.metric))))
+		sl.resetHistogram()
+		return
+	}
+	md := &Metrics[sl.metric]
 	sl.s = &Series{Metric: md.Name, Kind: md.Kind, Tags: tags, Host: h}
 	sl.rng = rand.New(rand.NewPCG(g.cfg.Seed, mix(uint64(h), uint64(sl.metric))))
 	sl.float = g.cfg.Values == ValuesFloat && md.Kind != Constant
@@ -356,6 +382,10 @@ func (g *Generator) reset(sl *slot, gen int64, tags []Tag) {
 // advance moves the slot to its next value (not called for a series' first
 // point).
 func (sl *slot) advance() {
+	if sl.metric >= len(Metrics) {
+		sl.advanceHistogram()
+		return
+	}
 	md := &Metrics[sl.metric]
 	if sl.float {
 		sl.advanceFloat(md)
@@ -439,6 +469,9 @@ func (g *Generator) Source(part, parts int) *Source {
 		for m := 0; m < g.metricsOf(j); m++ {
 			src.slots = append(src.slots, slot{host: j, metric: m, gen: -1})
 		}
+		for k := range g.cfg.Histograms {
+			src.slots = append(src.slots, slot{host: j, metric: len(Metrics) + k, gen: -1})
+		}
 	}
 	return src
 }
@@ -472,7 +505,11 @@ func (s *Source) Fill(dst []Point, n int, stepLimit int64) []Point {
 		} else {
 			sl.advance()
 		}
-		dst = append(dst, Point{S: sl.s, T: s.g.StepTime(s.step), V: sl.value()})
+		if sl.metric >= len(Metrics) {
+			dst = append(dst, Point{S: sl.s, T: s.g.StepTime(s.step), H: sl.hist.histogram()})
+		} else {
+			dst = append(dst, Point{S: sl.s, T: s.g.StepTime(s.step), V: sl.value()})
+		}
 		s.next++
 		if s.next == len(s.slots) {
 			s.next = 0

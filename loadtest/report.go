@@ -145,7 +145,10 @@ type Report struct {
 	LastTs         int64   `json:"last_timestamp_ms,omitempty"`
 	PointsSent     int64   `json:"points_sent"`
 	PointsAccepted int64   `json:"points_accepted"`
-	PointsRejected int64   `json:"points_rejected"`
+	// HistogramSamples is how many of the points accepted are native
+	// histogram samples (counted from batches accepted whole).
+	HistogramSamples int64 `json:"histogram_samples,omitempty"`
+	PointsRejected   int64 `json:"points_rejected"`
 	// PointsUnconfirmed were sent over a protocol with no acknowledgement
 	// (telnet without a sync command).
 	PointsUnconfirmed int64   `json:"points_unconfirmed,omitempty"`
@@ -250,6 +253,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  points sent %d, accepted %d, rejected %d", r.PointsSent, r.PointsAccepted, r.PointsRejected)
 		if r.PointsUnconfirmed > 0 {
 			fmt.Fprintf(&b, ", unconfirmed %d (no acknowledgement in the protocol)", r.PointsUnconfirmed)
+		}
+		if r.HistogramSamples > 0 {
+			fmt.Fprintf(&b, "; %d of the accepted are histogram samples", r.HistogramSamples)
 		}
 		fmt.Fprintf(&b, "\n  %s points/s\n", thousands(r.PointsPerSec))
 		fmt.Fprintf(&b, "  requests %d, failed %d; latency %s\n", r.Requests, r.RequestErrors, r.Latency.text())

@@ -74,8 +74,10 @@ type WriteConfig struct {
 // progressState is shared by the workers and the progress line.
 type progressState struct {
 	sent, accepted, rejected, unconfirmed, requests, failed atomic.Int64
-	lat                                                     Latencies
-	errs                                                    errorLog
+	// histograms counts the histogram samples of batches accepted whole.
+	histograms atomic.Int64
+	lat        Latencies
+	errs       errorLog
 }
 
 // Write runs a write load and returns its report. It stops when the data
@@ -87,6 +89,9 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 	}
 	if cfg.BatchSize < 1 {
 		return nil, fmt.Errorf("batch size %d: must be at least 1", cfg.BatchSize)
+	}
+	if g.Config().Histograms > 0 && cfg.Dialect != DialectRW1 && cfg.Dialect != DialectRW2 {
+		return nil, fmt.Errorf("histograms: dialect %s cannot carry native histograms (use %s or %s)", cfg.Dialect, DialectRW1, DialectRW2)
 	}
 	if cfg.Duration <= 0 {
 		return nil, errors.New("a duration bound is required: the run always stops by itself")
@@ -193,7 +198,7 @@ func Write(ctx context.Context, g *Generator, cfg WriteConfig) (*Report, error) 
 		Started: start, Seconds: elapsed.Seconds(),
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize,
 		Series: g.Config().Series, IntervalSec: g.Config().Interval.Seconds(),
-		PointsSent: st.sent.Load(), PointsAccepted: st.accepted.Load(),
+		PointsSent: st.sent.Load(), PointsAccepted: st.accepted.Load(), HistogramSamples: st.histograms.Load(),
 		PointsRejected: st.rejected.Load(), PointsUnconfirmed: st.unconfirmed.Load(),
 		Requests: st.requests.Load(), RequestErrors: st.failed.Load(),
 		Latency: st.lat.Summary(),
@@ -296,6 +301,9 @@ func (wr *writeRun) worker(ctx context.Context, w int) {
 		wr.st.accepted.Add(int64(res.accepted))
 		wr.st.rejected.Add(int64(res.rejected))
 		wr.st.unconfirmed.Add(int64(res.unconfirmed))
+		if res.err == nil && res.accepted == len(buf) {
+			wr.st.histograms.Add(countHistograms(buf))
+		}
 		if res.err != nil {
 			wr.st.errs.add(res.err.Error())
 			if res.accepted+res.rejected+res.unconfirmed < len(buf) {
@@ -562,4 +570,15 @@ func startProgress(w io.Writer, every time.Duration, start time.Time, st *progre
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// countHistograms is the number of histogram samples in pts.
+func countHistograms(pts []Point) int64 {
+	var n int64
+	for _, p := range pts {
+		if p.H != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -91,6 +91,7 @@ type genFlags struct {
 	churn    float64
 	live     bool
 	values   string
+	hists    int
 }
 
 func (g *genFlags) register(fs *flag.FlagSet) {
@@ -102,6 +103,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 		"default: -steps intervals before now for a backfill, now for -live; give the same value to write and query")
 	fs.Float64Var(&g.churn, "churn", 0, "fraction of hosts replaced per hour of data time (their series stop, new ones start)")
 	fs.StringVar(&g.values, "values", loadtest.ValuesDecimal, "values: decimal (gauges with two decimals, integer counters) or float (full-precision floats); give the same value to write and query")
+	fs.IntVar(&g.hists, "histograms", 0, "native histogram series per host besides the float series (schema 3 latency histograms; prom-rw1 and prom-rw2 only)")
 	fs.BoolVar(&g.live, "live", false, "send each step when its time comes, with timestamps of now, instead of a backfill as fast as allowed")
 }
 
@@ -112,6 +114,7 @@ func (g *genFlags) generator(now time.Time) (*loadtest.Generator, error) {
 	}
 	return loadtest.NewGenerator(loadtest.GenConfig{
 		Seed: g.seed, Series: g.series, Interval: g.interval, Start: start, Steps: g.steps, Churn: g.churn, Values: g.values,
+		Histograms: g.hists,
 	})
 }
 
