@@ -177,15 +177,25 @@ func firstDetail(body []byte) string {
 }
 
 // rwReply reads a remote-write reply. 2xx is success; a 2.0 receiver may
-// say how many samples it wrote in X-Prometheus-Remote-Write-Samples-Written,
-// on success and failure alike. 4xx rejects the batch (what was written of
-// it, if the header says); 5xx is a failure a sender would retry.
+// say how many samples it wrote in X-Prometheus-Remote-Write-Samples-Written
+// and how many native histogram samples in ...-Histograms-Written, on
+// success and failure alike (the two add up to the batch's points). 4xx
+// rejects the batch (what was written of it, if the headers say); 5xx is a
+// failure a sender would retry.
 func rwReply(resp *http.Response, body []byte, n int) sendResult {
 	written := -1
 	if h := resp.Header.Get("X-Prometheus-Remote-Write-Samples-Written"); h != "" {
-		if w, err := strconv.Atoi(h); err == nil && w >= 0 && w <= n {
+		if w, err := strconv.Atoi(h); err == nil && w >= 0 {
 			written = w
 		}
+	}
+	if h := resp.Header.Get("X-Prometheus-Remote-Write-Histograms-Written"); h != "" && written >= 0 {
+		if w, err := strconv.Atoi(h); err == nil && w >= 0 {
+			written += w
+		}
+	}
+	if written > n {
+		written = -1
 	}
 	switch {
 	case resp.StatusCode/100 == 2:

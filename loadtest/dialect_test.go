@@ -228,6 +228,10 @@ func TestReplies(t *testing.T) {
 		{"rw 204", rwReply(resp(204), nil, 10), 10, 0, false},
 		{"rw 204 partial header", rwReply(resp(204, "X-Prometheus-Remote-Write-Samples-Written", "6"), nil, 10), 6, 4, true},
 		{"rw 400 with header", rwReply(resp(400, "X-Prometheus-Remote-Write-Samples-Written", "8"), []byte("out of bounds"), 10), 8, 2, true},
+		{"rw 204 samples and histograms", rwReply(resp(204, "X-Prometheus-Remote-Write-Samples-Written", "7",
+			"X-Prometheus-Remote-Write-Histograms-Written", "3"), nil, 10), 10, 0, false},
+		{"rw 400 samples and histograms", rwReply(resp(400, "X-Prometheus-Remote-Write-Samples-Written", "5",
+			"X-Prometheus-Remote-Write-Histograms-Written", "2"), []byte("bad"), 10), 7, 3, true},
 		{"rw 400", rwReply(resp(400), []byte("bad"), 10), 0, 10, true},
 		{"rw 500", rwReply(resp(500), []byte("oops"), 10), 0, 0, true},
 	} {
