@@ -354,7 +354,7 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 			if complete {
 				r.buckets = f.rollups.hourBuckets(pts)
 			} else if follows {
-				r.buckets, r.complete = f.rollups.continueHour(s.tsuid, c.hour, prevLast, pts)
+				r.follows, r.prevLast, r.pts = true, prevLast, pts
 			}
 			rolled = append(rolled, r)
 		}

@@ -83,6 +83,11 @@ type rollupRow struct {
 	hour     int64
 	complete bool
 	buckets  [][]rollup.Bucket
+	// follows: pts, the points written, all come after the row's other
+	// points, the last of which is at prevLast ms (rollup_continue.go).
+	follows  bool
+	prevLast int64
+	pts      []chunk.Point
 }
 
 type rollupMetrics struct {
@@ -177,6 +182,9 @@ func (w *rollupWriter) write(ctx context.Context, rows []rollupRow) error {
 	}
 	t0 := time.Now()
 	defer func() { w.m.seconds.Add(time.Since(t0).Seconds()) }()
+	if err := w.continueRows(ctx, rows); err != nil {
+		return err
+	}
 	// The rows go in groups that read back at most rawReadGroup raw rows:
 	// the points read back are held for one group only. Each group is
 	// written (and cached) before the next computes, so a day cell that

@@ -66,7 +66,7 @@ func backfillBatches(tb testing.TB, hosts int) (batches [][]series.Sample, point
 // full compaction (disk-B: the rollups' share is the difference from
 // rollups=off, the same data) and the bytes of the keys and values of the
 // data and rollup tables before compression; raw-rows-read/op the raw rows
-// the rollups read back (1h,chunk=60 seals every hour in 6 chunks, as a
+// the rollups read back (chunk=60 seals every hour in 6 chunks, as a
 // full open chunk or -wal-max-bytes does). Run the modes interleaved,
 // one round of the three per run:
 //
@@ -80,7 +80,8 @@ func BenchmarkRollupIngest(b *testing.B) {
 		chunkMax int
 	}{{"off", nil, 0}, {"1h", []time.Duration{time.Hour}, 0}, {"10m,1h", []time.Duration{10 * time.Minute, time.Hour}, 0},
 		// Chunks sealed small: each hour of a series in 6 chunks.
-		{"1h,chunk=60", []time.Duration{time.Hour}, 60}} {
+		{"1h,chunk=60", []time.Duration{time.Hour}, 60},
+		{"10m,1h,chunk=60", []time.Duration{10 * time.Minute, time.Hour}, 60}} {
 		b.Run("rollups="+mode.name, func(b *testing.B) {
 			var cpu time.Duration
 			var st *pebble.Store

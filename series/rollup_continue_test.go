@@ -20,8 +20,9 @@ import (
 // each flushed before the next, then late points among them and
 // overwrites, and checks every stored bucket against rollup.Compute over
 // the raw points bit for bit (float sums included). With 1h rollups the
-// later chunks of an hour continue the cached bucket (the counter says
-// some did); with 10m,1h,2h, and with the cache off, they read the row
+// later chunks of an hour continue the buckets written (the counter says
+// some did): the 1h one from the day cell cache, the 10m and 1m ones from
+// their hour cells read back; with 1h and the cache off they read the row
 // back.
 func TestRollupsOfAnHourInManyChunks(t *testing.T) {
 	for _, c := range []struct {
@@ -31,7 +32,8 @@ func TestRollupsOfAnHourInManyChunks(t *testing.T) {
 	}{
 		{[]time.Duration{time.Hour}, 1 << 20, true},
 		{[]time.Duration{time.Hour}, 0, false},
-		{rollupIntervals, 1 << 20, false},
+		{rollupIntervals, 1 << 20, true},
+		{[]time.Duration{10 * time.Minute, time.Minute}, 0, true},
 	} {
 		t.Run(fmt.Sprint(c.ivs, " cache=", c.cache), func(t *testing.T) {
 			reg := prometheus.NewRegistry()
