@@ -3,8 +3,10 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"net"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,10 +77,55 @@ func TestOpenTSDBHistograms(t *testing.T) {
 	if got := q(`histogram_count({__name__="req.latency"})`, ts+60)[`{host="a"}`]; got != "4" {
 		t.Errorf("histogram_count of the telnet point = %q, want 4", got)
 	}
-	// percentiles on /api/query: refused, pointing to PromQL.
-	pq := `{"start":` + strconv.FormatInt(ts, 10) + `,"queries":[{"aggregator":"sum","metric":"req.latency","percentiles":[99]}]}`
-	if r := ps.do("POST", "/api/query", nil, []byte(pq)); r.code != 400 || !strings.Contains(string(r.body), "histogram_quantile") {
-		t.Errorf("percentiles: %d %s", r.code, r.body)
+	// percentiles on /api/query (OpenTSDB 2.4's SimpleHistogram rule: the
+	// midpoint of the first bucket whose running count reaches p% of the
+	// buckets' total, under- and overflow left out). The JSON point: 5, 3, 2
+	// in [0,10), [10,20), [20,40): 50%, 80%, 100%. The telnet point: 1, 1 in
+	// [0,10), [10,20): 50%, 100%.
+	pct := func(sub string) map[string]map[string]float64 {
+		t.Helper()
+		pq := `{"start":` + strconv.FormatInt(ts, 10) + `,"end":` + strconv.FormatInt(ts+120, 10) + `,"queries":[` + sub + `]}`
+		r := ps.do("POST", "/api/query", nil, []byte(pq))
+		if r.code != 200 {
+			t.Fatalf("percentiles %s: %d %s", sub, r.code, r.body)
+		}
+		var res []struct {
+			Metric string             `json:"metric"`
+			Dps    map[string]float64 `json:"dps"`
+		}
+		if err := json.Unmarshal(r.body, &res); err != nil {
+			t.Fatalf("%s: %v", r.body, err)
+		}
+		out := map[string]map[string]float64{}
+		for _, x := range res {
+			out[x.Metric] = x.Dps
+		}
+		return out
+	}
+	s0, s1 := strconv.FormatInt(ts, 10), strconv.FormatInt(ts+60, 10)
+	got := pct(`{"aggregator":"sum","metric":"req.latency","percentiles":[99.9,50,83]}`)
+	want := map[string]map[string]float64{
+		"req.latency_pct_50.0": {s0: 5, s1: 5}, "req.latency_pct_83.0": {s0: 30, s1: 15}, "req.latency_pct_99.9": {s0: 30, s1: 15}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("percentiles = %v, want %v", got, want)
+	}
+	// Downsampled with sum into one 1h bucket, the two summed: 6, 4, 2 of
+	// 12 in [0,10), [10,20), [20,40): 50%, 83.3%, 100%.
+	// (ts is on the hour.)
+	got = pct(`{"aggregator":"sum","metric":"req.latency","percentiles":[83],"downsample":"1h-sum"}`)
+	if want := map[string]map[string]float64{"req.latency_pct_83.0": {s0: 15}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("downsampled percentiles = %v, want %v", got, want)
+	}
+	for sub, msg := range map[string]string{
+		`{"aggregator":"avg","metric":"req.latency","percentiles":[50]}`:                             "only the sum or none aggregator",
+		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"downsample":"1h-avg"}`:       "only sum for downsampling",
+		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"showHistogramBuckets":true}`: "showHistogramBuckets is not supported",
+		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"rate":true}`:                 "Rates over histograms",
+	} {
+		pq := `{"start":` + s0 + `,"queries":[` + sub + `]}`
+		if r := ps.do("POST", "/api/query", nil, []byte(pq)); r.code != 400 || !strings.Contains(string(r.body), msg) {
+			t.Errorf("%s: %d %s, want 400 %q", sub, r.code, r.body, msg)
+		}
 	}
 	// The median of 1 below 0, 5 in [0,10), 3 in [10,20), 2 in [20,40), 1
 	// above: the 6th of 12 is the last of the [0,10) bucket: 10.

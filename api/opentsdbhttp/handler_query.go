@@ -189,6 +189,9 @@ func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq 
 	if err != nil {
 		return err
 	}
+	if len(sq.Percentiles) > 0 {
+		return s.runPercentiles(ctx, req, sq, sb, ereq, t0) // handler_percentiles.go
+	}
 	ss, err := s.engine.Fetch(ctx, ereq)
 	if err != nil {
 		return err
@@ -409,9 +412,9 @@ func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start,
 		req.Downsample = &spec
 	}
 	if len(sq.Percentiles) > 0 {
-		return req, &opentsdb.RequestError{Status: http.StatusBadRequest,
-			Message: "Percentiles over histogram data are not computed by /api/query in hourglass",
-			Details: "histograms written through /api/histogram are read with PromQL's histogram_quantile (/api/v1/query); over numeric data use the p50 ... p999 and ep50r3 ... ep999r7 aggregators"}
+		if err := checkPercentiles(sq, req); err != nil { // hook: handler_percentiles.go
+			return req, err
+		}
 	}
 	req.Start, req.End = start, end
 	if sq.Rate {

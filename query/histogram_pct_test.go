@@ -1,0 +1,45 @@
+package query
+
+import "testing"
+
+// TestSimplePercentile: OpenTSDB 2.4's SimpleHistogram.percentile, worked
+// by hand: the first bucket whose running count reaches p% of the total
+// answers with its midpoint; p outside [1, 100] is -1; no count is 0.
+func TestSimplePercentile(t *testing.T) {
+	// 5 in [0,10), 3 in [10,20), 2 in [20,40): running 50%, 80%, 100%.
+	bs := []PctBucket{{20, 40, 2}, {0, 10, 5}, {10, 20, 3}}
+	SortPctBuckets(bs)
+	for _, c := range []struct{ p, want float64 }{
+		{1, 5}, {50, 5}, {50.1, 15}, {80, 15}, {80.5, 30}, {99.9, 30}, {100, 30},
+		{0.5, -1}, {100.5, -1}, {0, -1},
+	} {
+		if got := SimplePercentile(bs, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	// An empty bucket before the answer changes nothing (a gap between
+	// buckets is stored as one); the merged sum of two histograms is the
+	// sum of their bucket counts.
+	gap := []PctBucket{{0, 10, 1}, {10, 20, 0}, {20, 30, 3}}
+	if got := SimplePercentile(gap, 25); got != 5 {
+		t.Errorf("p25 with a gap = %v, want 5", got)
+	}
+	if got := SimplePercentile(gap, 26); got != 25 {
+		t.Errorf("p26 with a gap = %v, want 25", got)
+	}
+	if got := SimplePercentile([]PctBucket{{0, 10, 0}}, 50); got != 0 {
+		t.Errorf("empty = %v, want 0", got)
+	}
+	if got := SimplePercentile(nil, 50); got != 0 {
+		t.Errorf("no buckets = %v, want 0", got)
+	}
+}
+
+// TestPercentileMetric: the output name as OpenTSDB prints a float.
+func TestPercentileMetric(t *testing.T) {
+	for p, want := range map[float64]string{50: "m_pct_50.0", 99.9: "m_pct_99.9", 99.99: "m_pct_99.99", 5.5: "m_pct_5.5", 100: "m_pct_100.0"} {
+		if got := PercentileMetric("m", p); got != want {
+			t.Errorf("%v: %q, want %q", p, got, want)
+		}
+	}
+}
