@@ -61,6 +61,19 @@ func TestOpenTSDBPercentiles(t *testing.T) {
 		}
 		otsCheckPoints(t, when+" a p50", rs[0].points(t), otsPts{otsT0: 5, otsT0 + 60: 5})
 		otsCheckPoints(t, when+" b p50", rs[1].points(t), otsPts{otsT0: 30})
+		// none: each series alone, as by host.
+		rs = otsQuery(t, s, "/api/query", map[string]any{"start": otsT0, "end": otsT0 + 120, "queries": []map[string]any{
+			{"aggregator": "none", "metric": "hist.m", "percentiles": []float64{50}}}})
+		if len(rs) != 2 || rs[0].Tags["host"] == rs[1].Tags["host"] {
+			t.Fatalf("%s none: %+v", when, rs)
+		}
+		for _, r := range rs {
+			want := otsPts{otsT0: 5, otsT0 + 60: 5}
+			if r.Tags["host"] == "b" {
+				want = otsPts{otsT0: 30}
+			}
+			otsCheckPoints(t, when+" none "+r.Tags["host"], r.points(t), want)
+		}
 	}
 	check("before the restart")
 	otsWantError(t, s, 400, "POST", "/api/query", map[string]any{"start": otsT0, "queries": []map[string]any{
