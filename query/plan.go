@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"hourglass/internal/errclass"
+	"hourglass/model"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/uid"
@@ -184,7 +185,7 @@ func (p *Planner) planTSUIDs(ctx context.Context, req Request, tsuids []string) 
 			req.Metric = name
 		} else if string(id[:mw]) != string(metricUID) {
 			return req, &PlanError{Message: "One or more TSUIDs did not share the same metric",
-				Details: "first metric UID " + hexUpper(metricUID) + ", then " + hexUpper(id[:mw])}
+				Details: "first metric UID " + model.UIDHex(metricUID) + ", then " + model.UIDHex(id[:mw])}
 		}
 		if seen[string(id)] {
 			continue
@@ -215,8 +216,5 @@ func (p *Planner) ParseTSUID(text string) ([]byte, error) {
 // NoSuchUID is OpenTSDB's error for a UID that names nothing.
 func NoSuchUID(kind uid.Kind, id []byte) error {
 	names := map[uid.Kind]string{uid.Metric: "metrics", uid.TagK: "tagk", uid.TagV: "tagv"}
-	return &PlanError{Message: fmt.Sprintf("No such unique ID for '%s': %s", names[kind], hexUpper(id))}
+	return &PlanError{Message: fmt.Sprintf("No such unique ID for '%s': %s", names[kind], model.UIDHex(id))}
 }
-
-// hexUpper is a UID as OpenTSDB prints it: upper-case hex.
-func hexUpper(b []byte) string { return strings.ToUpper(hex.EncodeToString(b)) }
