@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 )
 
-// throughput reports n items per wall second and per CPU second (see
-// processCPU); start is processCPU's value before the loop.
+// throughput reports n items per wall second and per CPU second;
+// start is cputime.Process's value before the loop.
 func throughput(b *testing.B, n int, unit string, start time.Duration) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), unit+"/s")
-	if end, ok := processCPU(); ok && end > start {
+	if end, ok := cputime.Process(); ok && end > start {
 		b.ReportMetric(float64(n)/(end-start).Seconds(), unit+"/cpu-s")
 	}
 }
@@ -61,7 +62,7 @@ func BenchmarkParsePut(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	for b.Loop() {
 		if err := d.Decode(body, fn); err != nil {
 			b.Fatal(err)
@@ -85,7 +86,7 @@ func BenchmarkParsePutLine(b *testing.B) {
 	var dp DataPoint
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	for b.Loop() {
 		for _, l := range lines {
 			if err := p.Parse(l, &dp); err != nil {
@@ -121,7 +122,7 @@ func BenchmarkAppendResult(b *testing.B) {
 	}{{"object", ResultFormat{}}, {"arrays", ResultFormat{Arrays: true}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var buf []byte
-			cpu, _ := processCPU()
+			cpu, _ := cputime.Process()
 			for b.Loop() {
 				buf = append(buf[:0], '[')
 				for s := range series {
@@ -153,7 +154,7 @@ func BenchmarkParsePutEncodingJSON(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu, _ := processCPU()
+	cpu, _ := cputime.Process()
 	for b.Loop() {
 		var dps []incoming
 		if err := json.Unmarshal(body, &dps); err != nil {
