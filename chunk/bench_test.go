@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"hourglass/internal/cputime"
 )
 
 // benchData is the data the benchmarks run on: the three fixtures, plus a
@@ -101,16 +103,16 @@ type cpuClock struct {
 
 // startCPU is called just before the benchmark loop.
 func startCPU() cpuClock {
-	t, ok := processCPU()
+	t, ok := cputime.Process()
 	return cpuClock{t, ok}
 }
 
 // reportPerPoint reports, per point: wall-clock ns, CPU ns (see
-// processCPU) and chunk bytes.
+// cputime.Process) and chunk bytes.
 func reportPerPoint(b *testing.B, c cpuClock, points, chunkBytes int) {
 	per := float64(b.N) * float64(points)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/point")
-	if t, ok := processCPU(); ok && c.ok {
+	if t, ok := cputime.Process(); ok && c.ok {
 		b.ReportMetric(float64((t-c.start).Nanoseconds())/per, "cpu-ns/point")
 	}
 	if chunkBytes > 0 {
@@ -366,9 +368,9 @@ func BenchmarkChunkSize(b *testing.B) {
 	}
 }
 
-// reportCPUPerOp reports the process CPU time per op (see processCPU).
+// reportCPUPerOp reports the process CPU time per op (cputime.Process).
 func reportCPUPerOp(b *testing.B, c cpuClock) {
-	if t, ok := processCPU(); ok && c.ok {
+	if t, ok := cputime.Process(); ok && c.ok {
 		b.ReportMetric(float64((t-c.start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
