@@ -15,6 +15,7 @@ import (
 
 	"hourglass/chunk"
 	"hourglass/downsample"
+	"hourglass/internal/cputime"
 	"hourglass/query"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -228,12 +229,12 @@ func benchPromQL(b *testing.B, env *benchEnv, fold bool) {
 // CPU time per operation since then beside the wall clock, which on a
 // machine shared with other work counts time spent waiting for a CPU.
 func startCPU() time.Duration {
-	t, _ := processCPU()
+	t, _ := cputime.Process()
 	return t
 }
 
 func reportCPU(b *testing.B, start time.Duration, points int) {
-	if t, ok := processCPU(); ok {
+	if t, ok := cputime.Process(); ok {
 		ns := float64((t - start).Nanoseconds()) / float64(b.N)
 		b.ReportMetric(ns, "cpu-ns/op")
 		if points > 0 {
