@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/loadtest"
 )
 
@@ -56,13 +57,13 @@ func BenchmarkCompute(b *testing.B) {
 			b.Run(kind.String()+"/"+iv.name, func(b *testing.B) {
 				dst := make([]Bucket, 0, 256)
 				b.ReportAllocs()
-				cpu0, cpuOK := processCPU()
+				cpu0, cpuOK := cputime.Process()
 				for b.Loop() {
 					dst, _ = Compute(dst[:0], pts, iv.ms)
 				}
 				per := float64(b.N) * float64(len(pts))
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/point")
-				if cpu1, ok := processCPU(); ok && cpuOK {
+				if cpu1, ok := cputime.Process(); ok && cpuOK {
 					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/per, "cpu-ns/point")
 				}
 			})
