@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/store"
 )
 
@@ -75,21 +75,13 @@ func benchCells(b testing.TB, n int, hour uint32) []store.Mutation {
 	return muts
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func benchStore(b *testing.B) *Store {
 	return openTest(b, Options{TablePrefix: newPrefix()})
 }
 
 func report(b *testing.B, cpu0 time.Duration, cells int) {
 	b.ReportMetric(float64(cells)/b.Elapsed().Seconds(), "cells/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(cells), "client-cpu-ns/cell")
+	b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/float64(cells), "client-cpu-ns/cell")
 }
 
 // BenchmarkWrite writes batches of 1,000 cells (~320 KB), one Write each,
@@ -107,7 +99,7 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	b.SetBytes(int64(bytes))
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := s.Write(ctx, store.TableData, batches[i%len(batches)]); err != nil {
@@ -134,7 +126,7 @@ func BenchmarkScan(b *testing.B) {
 	}
 	r := store.PrefixRange(benchRow(3, 1, 0, benchHour)[:8])
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	b.ResetTimer()
 	cells := 0
 	for i := 0; i < b.N; i++ {
@@ -166,7 +158,7 @@ func BenchmarkScanRows(b *testing.B) {
 	}
 	sortRanges(ranges)
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	b.ResetTimer()
 	cells := 0
 	for i := 0; i < b.N; i++ {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/store"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkOpenChunkRewrite(b *testing.B) {
 		bytes += len(muts[i].Row) + len(q) + len(v)
 	}
 	b.SetBytes(int64(bytes))
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// 1,000 cells a call, as the flusher's batches.

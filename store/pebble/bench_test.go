@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 
+	"hourglass/internal/cputime"
 	"hourglass/store"
 )
 
@@ -251,12 +250,12 @@ func BenchmarkCompression(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					cpu0 := cpuTime()
+					cpu0 := cputime.Used()
 					load(b, s, d)
 					if err := s.Compact(context.Background()); err != nil {
 						b.Fatal(err)
 					}
-					b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(len(d.cells)), "write-cpu-ns/cell")
+					b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/float64(len(d.cells)), "write-cpu-ns/cell")
 					m := s.Metrics()
 					b.ReportMetric(float64(m.TableBytes)/float64(len(d.cells)), "disk-B/cell")
 					b.ReportMetric(float64(m.TableBytes)/float64(d.bytes)*100, "disk-%raw")
@@ -265,7 +264,7 @@ func BenchmarkCompression(b *testing.B) {
 					// CPU time, which other load on the machine disturbs
 					// less than wall time (testing.Benchmark cannot nest).
 					cells := 0
-					cpu0 = cpuTime()
+					cpu0 = cputime.Used()
 					for pass := 0; pass < 3; pass++ {
 						err := s.Scan(context.Background(), store.TableData, []store.KeyRange{{}}, func(store.Cell) bool {
 							cells++
@@ -275,16 +274,16 @@ func BenchmarkCompression(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(cells), "cold-scan-cpu-ns/cell")
+					b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/float64(cells), "cold-scan-cpu-ns/cell")
 					rng := rand.New(rand.NewPCG(6, 6))
 					const reads = 20000
-					cpu0 = cpuTime()
+					cpu0 = cputime.Used()
 					for j := 0; j < reads; j++ {
 						if _, err := s.ReadRow(context.Background(), store.TableData, d.rows[rng.IntN(len(d.rows))]); err != nil {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/reads, "cold-readrow-cpu-ns")
+					b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/reads, "cold-readrow-cpu-ns")
 					if err := s.Close(); err != nil {
 						b.Fatal(err)
 					}
@@ -293,13 +292,4 @@ func BenchmarkCompression(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime returns the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
