@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/api/auth"
+	"hourglass/api/dialect"
 )
 
 // ConnConfig bounds connections and says who may use them. Zero values mean the defaults.
@@ -60,12 +61,12 @@ func DefaultConnConfig() ConnConfig {
 
 func (c *ConnConfig) fill() {
 	d := DefaultConnConfig()
-	orDefault(&c.MaxConnections, d.MaxConnections)
-	orDefault(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	orDefault(&c.IdleTimeout, d.IdleTimeout)
-	orDefault(&c.BodyReadTimeout, d.BodyReadTimeout)
-	orDefault(&c.BodyMinRate, d.BodyMinRate)
-	orDefault(&c.TelnetIdleTimeout, d.TelnetIdleTimeout)
+	dialect.OrDefault(&c.MaxConnections, d.MaxConnections)
+	dialect.OrDefault(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	dialect.OrDefault(&c.IdleTimeout, d.IdleTimeout)
+	dialect.OrDefault(&c.BodyReadTimeout, d.BodyReadTimeout)
+	dialect.OrDefault(&c.BodyMinRate, d.BodyMinRate)
+	dialect.OrDefault(&c.TelnetIdleTimeout, d.TelnetIdleTimeout)
 }
 
 type connMetrics struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metricshttp "github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"hourglass/api/dialect"
 	"hourglass/api/promhttp"
 
 	"hourglass/api/auth"
@@ -83,19 +84,19 @@ func DefaultConfig() Config {
 // fill gives the fields left zero their DefaultConfig values.
 func (c *Config) fill() {
 	d := DefaultConfig()
-	orDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
-	orDefault(&c.MaxDecodedBytes, d.MaxDecodedBytes)
-	orDefault(&c.MaxDecodingBytes, d.MaxDecodingBytes)
-	orDefault(&c.TelnetMaxLine, d.TelnetMaxLine)
-	orDefault(&c.QueryTimeout, d.QueryTimeout)
-	orDefault(&c.PutStreamBytes, d.PutStreamBytes)
-	orDefault(&c.PutMaxErrors, d.PutMaxErrors)
-	orDefault(&c.HistogramMaxBuckets, d.HistogramMaxBuckets)
-	orDefault(&c.LookupMaxResults, d.LookupMaxResults)
-	orDefault(&c.SuggestMaxResults, d.SuggestMaxResults)
-	orDefault(&c.MaxAnnotations, d.MaxAnnotations)
-	orDefault(&c.LastMaxSeries, d.LastMaxSeries)
-	orDefault(&c.QueryLogSize, d.QueryLogSize)
+	dialect.OrDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
+	dialect.OrDefault(&c.MaxDecodedBytes, d.MaxDecodedBytes)
+	dialect.OrDefault(&c.MaxDecodingBytes, d.MaxDecodingBytes)
+	dialect.OrDefault(&c.TelnetMaxLine, d.TelnetMaxLine)
+	dialect.OrDefault(&c.QueryTimeout, d.QueryTimeout)
+	dialect.OrDefault(&c.PutStreamBytes, d.PutStreamBytes)
+	dialect.OrDefault(&c.PutMaxErrors, d.PutMaxErrors)
+	dialect.OrDefault(&c.HistogramMaxBuckets, d.HistogramMaxBuckets)
+	dialect.OrDefault(&c.LookupMaxResults, d.LookupMaxResults)
+	dialect.OrDefault(&c.SuggestMaxResults, d.SuggestMaxResults)
+	dialect.OrDefault(&c.MaxAnnotations, d.MaxAnnotations)
+	dialect.OrDefault(&c.LastMaxSeries, d.LastMaxSeries)
+	dialect.OrDefault(&c.QueryLogSize, d.QueryLogSize)
 	if c.Version == "" {
 		c.Version = d.Version
 	}
@@ -103,13 +104,6 @@ func (c *Config) fill() {
 		c.CORSHeaders = d.CORSHeaders
 	}
 	c.Conn.fill()
-}
-
-// orDefault sets *v to d when *v is not positive.
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
-	if *v <= 0 {
-		*v = d
-	}
 }
 
 // Server serves every dialect on one listener. Create it with New.

@@ -25,3 +25,13 @@ func TestLimitReader(t *testing.T) {
 		}
 	}
 }
+
+func TestOrDefault(t *testing.T) {
+	a, b, c := 0, int64(-3), int64(7)
+	OrDefault(&a, 5)
+	OrDefault(&b, 9)
+	OrDefault(&c, 9)
+	if a != 5 || b != 9 || c != 7 {
+		t.Fatalf("got %d %d %d, want 5 9 7 (zero and negative take the default, a set value stays)", a, b, c)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -48,4 +49,12 @@ type Host interface {
 	Addr() net.Addr
 	// VersionInfo is the build's version, as OpenTSDB's /api/version reports it.
 	VersionInfo() map[string]string
+}
+
+// OrDefault sets *v to d when *v is not positive: the fill of a
+// configuration's limits, where 0 means the default.
+func OrDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }

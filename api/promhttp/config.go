@@ -9,6 +9,7 @@ package promhttp
 import (
 	"time"
 
+	"hourglass/api/dialect"
 	"hourglass/api/prom"
 )
 
@@ -93,26 +94,19 @@ func DefaultConfig() Config {
 // stays 0: the engine's -query-max-series).
 func (c *Config) fill() {
 	d := DefaultConfig()
-	orDefault(&c.WriteMaxDecodedBytes, d.WriteMaxDecodedBytes)
-	orDefault(&c.WriteMaxInflightBytes, d.WriteMaxInflightBytes)
-	orDefault(&c.WriteMaxInflightRequests, d.WriteMaxInflightRequests)
-	orDefault(&c.RetryAfter, d.RetryAfter)
-	orDefault(&c.ReadMaxDecodedBytes, d.ReadMaxDecodedBytes)
-	orDefault(&c.ReadMaxBytesInFrame, d.ReadMaxBytesInFrame)
-	orDefault(&c.MaxSamples, d.MaxSamples)
-	orDefault(&c.LookbackDelta, d.LookbackDelta)
-	orDefault(&c.MaxMetadata, d.MaxMetadata)
-	orDefault(&c.WriteSeriesCacheEntries, d.WriteSeriesCacheEntries)
-	orDefault(&c.WriteSeriesCacheBytes, d.WriteSeriesCacheBytes)
-	orDefault(&c.StatusTSDBMaxLimit, d.StatusTSDBMaxLimit)
-	orDefault(&c.StatusTSDBCacheTTL, d.StatusTSDBCacheTTL)
-	orDefault(&c.SnapshotWait, d.SnapshotWait)
-	orDefault(&c.WriteMaxHistogramBuckets, d.WriteMaxHistogramBuckets)
-}
-
-// orDefault sets *v to d when *v is not positive.
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
-	if *v <= 0 {
-		*v = d
-	}
+	dialect.OrDefault(&c.WriteMaxDecodedBytes, d.WriteMaxDecodedBytes)
+	dialect.OrDefault(&c.WriteMaxInflightBytes, d.WriteMaxInflightBytes)
+	dialect.OrDefault(&c.WriteMaxInflightRequests, d.WriteMaxInflightRequests)
+	dialect.OrDefault(&c.RetryAfter, d.RetryAfter)
+	dialect.OrDefault(&c.ReadMaxDecodedBytes, d.ReadMaxDecodedBytes)
+	dialect.OrDefault(&c.ReadMaxBytesInFrame, d.ReadMaxBytesInFrame)
+	dialect.OrDefault(&c.MaxSamples, d.MaxSamples)
+	dialect.OrDefault(&c.LookbackDelta, d.LookbackDelta)
+	dialect.OrDefault(&c.MaxMetadata, d.MaxMetadata)
+	dialect.OrDefault(&c.WriteSeriesCacheEntries, d.WriteSeriesCacheEntries)
+	dialect.OrDefault(&c.WriteSeriesCacheBytes, d.WriteSeriesCacheBytes)
+	dialect.OrDefault(&c.StatusTSDBMaxLimit, d.StatusTSDBMaxLimit)
+	dialect.OrDefault(&c.StatusTSDBCacheTTL, d.StatusTSDBCacheTTL)
+	dialect.OrDefault(&c.SnapshotWait, d.SnapshotWait)
+	dialect.OrDefault(&c.WriteMaxHistogramBuckets, d.WriteMaxHistogramBuckets)
 }
