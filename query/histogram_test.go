@@ -2,10 +2,8 @@ package query_test
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,12 +13,10 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/teststorage"
 
+	"hourglass/internal/dbtest"
 	"hourglass/query"
-	"hourglass/rowkey"
 	"hourglass/series"
-	"hourglass/series/wal"
 	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // histDB is an engine over a Pebble store in dir, which a test can close,
@@ -35,26 +31,8 @@ type histDB struct {
 
 func openHistDB(t *testing.T, dir string) *histDB {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := series.LoadIndex(context.Background(), st, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &histDB{t: t, dir: dir, st: st, db: db, eng: query.NewEngine(db.Head, idx, st, layout, query.Limits{})}
+	e := dbtest.Open(t, dir, nil, nil)
+	return &histDB{t: t, dir: dir, st: e.Pebble, db: e.DB, eng: query.NewEngine(e.DB.Head, e.Index, e.Store, e.Layout, query.Limits{})}
 }
 
 func (d *histDB) close() {

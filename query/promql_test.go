@@ -3,9 +3,7 @@ package query_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -17,12 +15,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"hourglass/chunk"
+	"hourglass/internal/dbtest"
 	"hourglass/query"
-	"hourglass/rowkey"
 	"hourglass/series"
-	"hourglass/series/wal"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // promEnv is a head over a Pebble store, written to directly.
@@ -34,33 +29,13 @@ type promEnv struct {
 
 func openPromEnv(t *testing.T, limits query.Limits) *promEnv {
 	t.Helper()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := series.LoadIndex(context.Background(), st, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := dbtest.Open(t, t.TempDir(), nil, nil)
 	t.Cleanup(func() {
-		if err := h.Close(); err != nil {
+		if err := e.Close(); err != nil {
 			t.Error(err)
 		}
-		st.Close()
 	})
-	return &promEnv{t: t, head: h, eng: query.NewEngine(h.Head, idx, st, layout, limits)}
+	return &promEnv{t: t, head: e.DB, eng: query.NewEngine(e.DB.Head, e.Index, e.Store, e.Layout, limits)}
 }
 
 func (e *promEnv) add(metric string, tags map[string]string, pts ...chunk.Point) {
