@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/dbtest"
 	"hourglass/query"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -38,33 +39,9 @@ type env struct {
 
 func openEnv(t *testing.T, dir string, mod func(*series.Options)) *env {
 	t.Helper()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := series.Options{
-		Layout: layout,
-		Logger: quiet,
-		WAL:    wal.Options{Dir: filepath.Join(dir, "wal")},
-	}
-	if mod != nil {
-		mod(&opts)
-	}
-	idx, err := series.LoadIndex(context.Background(), st, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uids := uid.New(st, layout, uid.Options{})
-	h, err := series.Open(context.Background(), st, uids, idx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, dir: dir, st: st, head: h, index: idx, uids: uids,
-		eng: query.NewEngine(h.Head, idx, st, layout, query.Limits{}), opts: opts}
+	e := dbtest.Open(t, dir, mod, nil)
+	return &env{t: t, dir: dir, st: e.Pebble, head: e.DB, index: e.Index, uids: e.UIDs,
+		eng: query.NewEngine(e.DB.Head, e.Index, e.Pebble, e.Layout, query.Limits{}), opts: e.Opts}
 }
 
 func (e *env) close() {

@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/dbtest"
 	"hourglass/rowkey"
 	"hourglass/series"
-	"hourglass/series/wal"
 	"hourglass/store"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // noCheckpoint is a store without Checkpoint, as Bigtable's.
@@ -193,22 +191,9 @@ func TestSnapshotWhileWriting(t *testing.T) {
 // TestSnapshotUnsupported: a store that cannot copy itself says so.
 func TestSnapshotUnsupported(t *testing.T) {
 	dir := t.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	layout, err := series.RecordLayout(context.Background(), st, rowkey.DefaultLayout())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := series.OpenDB(context.Background(), noCheckpoint{st}, uid.New(st, layout, uid.Options{}), series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	e := dbtest.Open(t, dir, nil, func(st store.Store) store.Store { return noCheckpoint{st} })
+	defer e.Close()
+	h := e.DB
 	if _, err := h.TakeSnapshot(context.Background(), filepath.Join(dir, "snap"), false); !errors.Is(err, series.ErrSnapshotUnsupported) {
 		t.Fatalf("got %v, want ErrSnapshotUnsupported", err)
 	}
