@@ -4,41 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"hourglass/chunk"
-	"hourglass/rowkey"
+	"hourglass/internal/dbtest"
 	"hourglass/series"
-	"hourglass/series/wal"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // TestBatchCountsNewSeriesPerRequest: a request's new series are counted
 // across the commits of its batch (Reset keeps the count), and NewRequest
 // starts a new count.
 func TestBatchCountsNewSeriesPerRequest(t *testing.T) {
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	layout := rowkey.DefaultLayout()
-	idx, err := series.LoadIndex(context.Background(), st, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := series.Open(context.Background(), st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer head.Close()
+	e := dbtest.Open(t, t.TempDir(), nil, nil)
+	defer e.Close()
+	head := e.DB
 	head.SetSeriesLimits(series.SeriesLimits{MaxNewSeriesPerRequest: 3}, nil)
 	b := NewWriter(head.Head, Limits{}).NewBatch()
 	n := 0
@@ -76,7 +55,7 @@ func TestBatchCountsNewSeriesPerRequest(t *testing.T) {
 	b.NewRequest()
 	add()
 	commit(0)
-	if b.NewSeries() != 1 || idx.Len() != 4 {
-		t.Fatalf("after NewRequest: %d new series in the request, %d in the index; want 1 and 4", b.NewSeries(), idx.Len())
+	if b.NewSeries() != 1 || e.Index.Len() != 4 {
+		t.Fatalf("after NewRequest: %d new series in the request, %d in the index; want 1 and 4", b.NewSeries(), e.Index.Len())
 	}
 }
