@@ -8,8 +8,6 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
-
-	"hourglass/internal/cputime"
 )
 
 // BenchmarkPromRemoteWriteHistograms is BenchmarkPromRemoteWrite with
@@ -41,19 +39,5 @@ func BenchmarkPromRemoteWriteHistograms(b *testing.B) {
 		}
 		bodies[k] = snappy.Encode(nil, promMarshal(b, req))
 	}
-	if r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[0]); r.code != 204 { // creates the series
-		b.Fatalf("%d %s", r.code, r.body)
-	}
-	b.ReportAllocs()
-	cpu, _ := cputime.Process()
-	k := 1
-	for b.Loop() {
-		r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[k%len(bodies)])
-		if r.code != 204 {
-			b.Fatalf("%d %s", r.code, r.body)
-		}
-		k++
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "histograms/s")
-	reportPerPoint(b, n*b.N, cpu)
+	ps.benchWrites(b, bodies, n, "histograms")
 }
