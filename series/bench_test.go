@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/dbtest"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/series/wal"
@@ -25,20 +26,9 @@ func BenchmarkHeadAppend(b *testing.B) {
 	for _, mode := range []wal.SyncMode{wal.SyncInterval, wal.SyncAlways} {
 		b.Run("fsync="+mode.String(), func(b *testing.B) {
 			dir := b.TempDir()
-			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			layout := rowkey.DefaultLayout()
-			h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
-				Layout: layout, Logger: quiet,
-				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: mode, Compress: true},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
+			e := dbtest.Open(b, dir, func(o *series.Options) { o.WAL.Sync, o.WAL.Compress = mode, true }, nil)
+			defer e.Close()
+			h := e.DB
 			const nSeries = 5000
 			labels := make([]series.Labels, nSeries)
 			for i := range labels {
@@ -78,19 +68,9 @@ func BenchmarkHeadAppend(b *testing.B) {
 // the WAL series definitions.
 func BenchmarkHeadNewSeries(b *testing.B) {
 	dir := b.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	layout := rowkey.DefaultLayout()
-	h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	e := dbtest.Open(b, dir, nil, nil)
+	defer e.Close()
+	h := e.DB
 	const n = 5000
 	batch := make([]series.Sample, n)
 	errs := make([]error, n)
@@ -127,20 +107,9 @@ func BenchmarkLateRewrite(b *testing.B) {
 	for _, mode := range []string{"first", "resend"} {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
-			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			layout := rowkey.DefaultLayout()
-			h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
-				Layout: layout, Logger: quiet,
-				WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
+			e := dbtest.Open(b, dir, func(o *series.Options) { o.WAL.Sync = wal.SyncInterval }, nil)
+			defer e.Close()
+			h := e.DB
 			const nSeries, perHour = 4, 3600
 			ctx := context.Background()
 			send := func(hour int64, round int) {

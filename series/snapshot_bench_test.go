@@ -3,15 +3,12 @@ package series_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"hourglass/chunk"
-	"hourglass/rowkey"
+	"hourglass/internal/dbtest"
 	"hourglass/series"
 	"hourglass/series/wal"
-	"hourglass/store/pebble"
-	"hourglass/uid"
 )
 
 // BenchmarkHeadSnapshot is a query's copy of the head: Head.Snapshot of a
@@ -20,19 +17,9 @@ import (
 // every query reading the series takes it.
 func BenchmarkHeadSnapshot(b *testing.B) {
 	dir := b.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	layout := rowkey.DefaultLayout()
-	h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	e := dbtest.Open(b, dir, func(o *series.Options) { o.WAL.Sync = wal.SyncInterval }, nil)
+	defer e.Close()
+	h := e.DB
 	const nSeries, nPoints = 50, 400
 	labels := make([]series.Labels, nSeries)
 	for i := range labels {
