@@ -1,7 +1,8 @@
 // Package dbtest opens the storage engine (series.DB) over a Pebble store
 // as internal/app opens it — the key layout recorded, the series index
-// loaded, the UID table — for the tests of the packages above series,
-// which each had a copy of these steps.
+// loaded, the UID table — for tests: series' own external tests and
+// benchmarks, and those of ingest, query and api, which each had a copy
+// of these steps.
 package dbtest
 
 import (
