@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/internal/dbtest"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -89,15 +89,6 @@ func BenchmarkHeadNewSeries(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
 }
 
-// cpuTime returns the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkLateRewrite is issue 11's case: two past hours of 1 s points for
 // 4 series, sent in /api/put-sized batches of 500 and flushed to the store.
 // "first" sends two new hours each time; "resend" sends the same two hours
@@ -136,7 +127,7 @@ func BenchmarkLateRewrite(b *testing.B) {
 				}
 			}
 			send(0, 0) // series, UIDs and, for resend, the hour in the store
-			cpu0 := cpuTime()
+			cpu0 := cputime.Used()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				if mode == "first" {
@@ -146,7 +137,7 @@ func BenchmarkLateRewrite(b *testing.B) {
 				}
 			}
 			pts := float64(b.N * nSeries * 2 * perHour)
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/pts, "cpu-ns/point")
+			b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/pts, "cpu-ns/point")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pts, "ns/point")
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/loadtest"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -98,7 +99,7 @@ func BenchmarkRollupIngest(b *testing.B) {
 				}
 				layout := rowkey.DefaultLayout()
 				reg := prometheus.NewRegistry()
-				c0 := cpuTime()
+				c0 := cputime.Used()
 				db, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
 					Layout: layout, Logger: quiet, Rollup: series.RollupOptions{Intervals: mode.ivs, CacheBytes: series.DefaultRollupOptions().CacheBytes},
 					ChunkMaxPoints: mode.chunkMax, Registerer: reg,
@@ -116,7 +117,7 @@ func BenchmarkRollupIngest(b *testing.B) {
 				if err := db.Close(); err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += cputime.Used() - c0
 				if len(mode.ivs) > 0 {
 					rawRows += metricValue(b, reg, "hourglass_rollup_raw_rows_read_total")
 				}
