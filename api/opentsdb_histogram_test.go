@@ -1,16 +1,12 @@
 package api
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"net"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOpenTSDBHistograms: /api/histogram's bucket form and the telnet
@@ -35,33 +31,10 @@ func TestOpenTSDBHistograms(t *testing.T) {
 	}
 
 	// The telnet line, a minute later.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		ps.srv.serveTelnet(c, bufio.NewReader(c))
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	in := "histogram req.latency " + strconv.FormatInt(ts+60, 10) + " u=0:o=2:0,10=1:10,20=1 host=a\n" +
-		"histogram req.latency " + strconv.FormatInt(ts+60, 10) + " 3 AAE= host=a\nexit\n"
-	if _, err := c.Write([]byte(in)); err != nil {
-		t.Fatal(err)
-	}
-	var replies bytes.Buffer
-	_, _ = replies.ReadFrom(c)
-	if got := replies.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "histogram: illegal argument: a codec id") {
-		t.Fatalf("telnet replies %q: want one, refusing the binary form", got)
+	replies := ps.telnet(t, "histogram req.latency "+strconv.FormatInt(ts+60, 10)+" u=0:o=2:0,10=1:10,20=1 host=a\n"+
+		"histogram req.latency "+strconv.FormatInt(ts+60, 10)+" 3 AAE= host=a\nexit\n")
+	if strings.Count(replies, "\n") != 1 || !strings.HasPrefix(replies, "histogram: illegal argument: a codec id") {
+		t.Fatalf("telnet replies %q: want one, refusing the binary form", replies)
 	}
 
 	q := func(expr string, at int64) map[string]string {

@@ -22,6 +22,33 @@ func TestTelnetRejectLog(t *testing.T) {
 	var logBuf lockedLog
 	rl := ps.srv.rejects
 	rl.log = slog.New(slog.NewTextHandler(&logBuf, nil))
+	long := strings.Repeat("x", 4000)
+	replies := ps.telnet(t, "put tel.bad notatime 1 host=a\n"+"frobnicate"+strings.Repeat("z", 900)+"\n"+"put "+long+"\n"+"exit\n")
+	if n := strings.Count(replies, "\n"); n != 3 {
+		t.Fatalf("%d reply lines, want 3: %q", n, replies)
+	}
+	logs := logBuf.String()
+	for _, want := range []string{"route=telnet", "command=put", "kind=put", "kind=unknown", "kind=too_long",
+		"remote=127.0.0.1:", "message=", `command="frobnicatezzz`, "bytes)"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("the log lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Count(logs, "request rejected") != 3 || len(logs) > 3*2048 {
+		t.Fatalf("want 3 bounded lines, got %d bytes:\n%s", len(logs), logs)
+	}
+	for _, k := range []string{"put", "unknown", "too_long"} {
+		if got := testutil.ToFloat64(rl.telnet.WithLabelValues(k)); got != 1 {
+			t.Fatalf("hourglass_telnet_rejected_total{kind=%q} = %v, want 1", k, got)
+		}
+	}
+}
+
+// telnet runs a telnet session on ps's server: it sends in (which should
+// end with exit) and returns every reply until the server closes the
+// connection, within 10 seconds.
+func (ps *promServer) telnet(t *testing.T, in string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,31 +67,12 @@ func TestTelnetRejectLog(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	long := strings.Repeat("x", 4000)
-	in := "put tel.bad notatime 1 host=a\n" + "frobnicate" + strings.Repeat("z", 900) + "\n" + "put " + long + "\n" + "exit\n"
 	if _, err := c.Write([]byte(in)); err != nil {
 		t.Fatal(err)
 	}
 	var replies bytes.Buffer
-	_, _ = replies.ReadFrom(c) // until the server closes after exit
-	if n := strings.Count(replies.String(), "\n"); n != 3 {
-		t.Fatalf("%d reply lines, want 3: %q", n, replies.String())
-	}
-	logs := logBuf.String()
-	for _, want := range []string{"route=telnet", "command=put", "kind=put", "kind=unknown", "kind=too_long",
-		"remote=127.0.0.1:", "message=", `command="frobnicatezzz`, "bytes)"} {
-		if !strings.Contains(logs, want) {
-			t.Fatalf("the log lacks %q:\n%s", want, logs)
-		}
-	}
-	if strings.Count(logs, "request rejected") != 3 || len(logs) > 3*2048 {
-		t.Fatalf("want 3 bounded lines, got %d bytes:\n%s", len(logs), logs)
-	}
-	for _, k := range []string{"put", "unknown", "too_long"} {
-		if got := testutil.ToFloat64(rl.telnet.WithLabelValues(k)); got != 1 {
-			t.Fatalf("hourglass_telnet_rejected_total{kind=%q} = %v, want 1", k, got)
-		}
-	}
+	_, _ = replies.ReadFrom(c)
+	return replies.String()
 }
 
 // lockedLog is a bytes.Buffer safe for the server's goroutines to write.
