@@ -28,7 +28,9 @@ func TestCrash(t *testing.T) {
 	}
 	const writers = 4
 	rng := rand.New(rand.NewSource(1))
-	s := start(t, t.TempDir(), "-allow-delete")
+	s := start(t, t.TempDir(), "-allow-delete",
+		// At 100 rounds (make crash-100) the check reads ~5 M raw points at once.
+		"-query-max-output-points", "100000000")
 	base := nowMs() - 2*3_600_000 // spans hours, so seals happen while we kill
 	// A victim series, a point a second for two hours, from which each
 	// round deletes a random range while the writers write.
