@@ -30,6 +30,13 @@ type Options struct {
 	WriterID uint16
 	// ChunkMaxPoints bounds the points of one chunk (one cell). Default chunk.DefaultMaxPoints.
 	ChunkMaxPoints int
+	// ChunkSpread makes each series seal its in-time chunks at a point count
+	// of its own, ChunkMaxPoints less up to ChunkSpread points (drawn from
+	// its TSUID), so that series which start together and write at the same
+	// rate do not all seal, and flush, in the same second. 0 (the default
+	// here; the server's -chunk-seal-spread sets it) seals every chunk at
+	// ChunkMaxPoints.
+	ChunkSpread int
 	// Grace is how long after an hour ends its open chunks wait for late
 	// points before they seal, by the wall clock or by the series' own newest
 	// point, whichever comes first. Default 10 minutes.
@@ -93,6 +100,7 @@ func (o *Options) fill() {
 	if o.ChunkMaxPoints > chunk.MaxPoints {
 		o.ChunkMaxPoints = chunk.MaxPoints
 	}
+	o.ChunkSpread = min(max(o.ChunkSpread, 0), o.ChunkMaxPoints/2)
 	if o.Grace <= 0 {
 		o.Grace = d.Grace
 	}
@@ -190,6 +198,7 @@ type memSeries struct {
 	lastDay    uint32
 	lastAppend int64 // wall clock, unix ms
 	lastPts    int   // points of the series' last sealed in-time chunk: the next one's capacity
+	sealAt     int   // points at which an in-time chunk seals (Options.ChunkSpread)
 	gone       bool  // forgotten by forgetIdle: appenders must look the series up again
 
 	rows []rowInfo // owned by the flusher
@@ -363,7 +372,8 @@ func (h *Head) getOrCreate(ctx context.Context, l Labels) (*memSeries, error) {
 	if s = sh.m[l]; s != nil {
 		return s, nil
 	}
-	s = &memSeries{ref: h.nextRef.Add(1), labels: l, tsuid: tsuid, walSeg: -1, maxT: math.MinInt64, lastDay: math.MaxUint32}
+	s = &memSeries{ref: h.nextRef.Add(1), labels: l, tsuid: tsuid, walSeg: -1, maxT: math.MinInt64, lastDay: math.MaxUint32,
+		sealAt: h.sealAt(tsuid)}
 	sh.m[l] = s
 	h.m.series.Inc()
 	return s, nil
@@ -579,7 +589,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 		s.maxT = t
 	}
 	var sealed []*sealedChunk
-	if oc.length() >= h.opts.ChunkMaxPoints {
+	if n := oc.length(); n >= s.sealAt && (n >= h.opts.ChunkMaxPoints || !oc.late) {
 		sealed = append(sealed, h.sealLocked(s, oc))
 	}
 	graceMs := h.opts.Grace.Milliseconds()
@@ -705,13 +715,15 @@ func appendRange(dst, pts []chunk.Point, start, end int64) []chunk.Point {
 	return dst
 }
 
-// sealWhere seals the open chunks pick selects.
+// sealWhere seals the open chunks pick selects. It hands them to the
+// flusher a full batch at a time, not series by series: a flusher woken by
+// each series would write (and, on Bigtable, read) rows in batches of one.
 func (h *Head) sealWhere(pick func(*openChunk) bool) {
+	var sealed []*sealedChunk
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()
 		for _, s := range sh.m {
-			var sealed []*sealedChunk
 			s.mu.Lock()
 			for j := 0; j < len(s.open); {
 				if pick(s.open[j]) {
@@ -721,12 +733,26 @@ func (h *Head) sealWhere(pick func(*openChunk) bool) {
 				j++
 			}
 			s.mu.Unlock()
-			if len(sealed) > 0 {
+			if len(sealed) >= flushBatch {
 				h.fl.enqueue(sealed)
+				sealed = nil
 			}
 		}
 		sh.mu.RUnlock()
 	}
+	if len(sealed) > 0 {
+		h.fl.enqueue(sealed)
+	}
+}
+
+// sealAt returns the point count at which the series' in-time chunks seal:
+// ChunkMaxPoints less a share of ChunkSpread drawn from the TSUID, the same
+// in every process (a replayed head seals where the first one did).
+func (h *Head) sealAt(tsuid []byte) int {
+	if h.opts.ChunkSpread <= 0 {
+		return h.opts.ChunkMaxPoints
+	}
+	return h.opts.ChunkMaxPoints - int(fnv32(tsuid)%uint32(h.opts.ChunkSpread+1))
 }
 
 // SyncWAL fsyncs the WAL now, whatever its sync mode (OpenTSDB's ?sync).
@@ -735,4 +761,14 @@ func (h *Head) SyncWAL() error {
 		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
 	return nil
+}
+
+// fnv32 is FNV-1a over b.
+func fnv32(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
 }

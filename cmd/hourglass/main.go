@@ -56,6 +56,7 @@ func run(args []string) error {
 	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", cfg.WALSegmentSize, "bytes of a WAL segment")
 	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", cfg.WALMaxBytes, "bytes of WAL past which the oldest open chunks are written early")
 	fs.IntVar(&cfg.ChunkMaxPoints, "chunk-max-points", cfg.ChunkMaxPoints, "points of one chunk (one cell); the default is chosen by benchmark, see docs/format/chunk.md")
+	fs.IntVar(&cfg.ChunkSpread, "chunk-seal-spread", cfg.ChunkSpread, "each series seals its chunks at -chunk-max-points less up to this many points (a share drawn from its TSUID), so series that start together do not all seal and flush at once; 0 seals all at -chunk-max-points")
 	fs.DurationVar(&cfg.Retention, "retention", 0, "how long data is kept, e.g. 8760h; older rows are dropped a key range at a time and older points refused (default: for ever)")
 	fs.DurationVar(&cfg.RetentionInterval, "retention-interval", cfg.RetentionInterval, "how often data past -retention is dropped")
 	rollupFlags(fs, &cfg.Rollup) // rollup.go

@@ -60,6 +60,7 @@ type Config struct {
 	WALMaxBytes    int64
 
 	ChunkMaxPoints int
+	ChunkSpread    int // series.Options.ChunkSpread
 	SealGrace      time.Duration
 	LateGrace      time.Duration // late chunks: series.Options.LateGrace
 	LateMaxPoints  int64         // and LateMaxPoints
@@ -130,6 +131,7 @@ func DefaultConfig() Config {
 		WALSegmentSize:    so.WAL.SegmentSize,
 		WALMaxBytes:       so.WALMaxBytes,
 		ChunkMaxPoints:    so.ChunkMaxPoints,
+		ChunkSpread:       so.ChunkMaxPoints / 4,
 		SealGrace:         so.Grace,
 		LateGrace:         so.LateGrace,
 		LateMaxPoints:     so.LateMaxPoints,
@@ -233,6 +235,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		Layout:         layout,
 		WriterID:       cfg.WriterID,
 		ChunkMaxPoints: cfg.ChunkMaxPoints,
+		ChunkSpread:    cfg.ChunkSpread,
 		Grace:          cfg.SealGrace,
 		LateGrace:      cfg.LateGrace,
 		LateMaxPoints:  cfg.LateMaxPoints,
