@@ -59,7 +59,13 @@ func TestProgressLoopStops(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { p.Loop(&buf, false, time.Millisecond, stop); close(done) }()
-	time.Sleep(20 * time.Millisecond)
+	// Wait for a tick's line (a loaded machine may take a while to run the
+	// goroutine), then stop: the stop writes one more.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(buf.String(), "\n"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Loop wrote no line in 10 s at 1ms")
+		}
+	}
 	close(stop)
 	select {
 	case <-done:
@@ -67,6 +73,6 @@ func TestProgressLoopStops(t *testing.T) {
 		t.Fatal("Loop did not return after stop")
 	}
 	if n := strings.Count(buf.String(), "\n"); n < 2 {
-		t.Fatalf("Loop wrote %d lines in 20ms at 1ms, want several", n)
+		t.Fatalf("Loop wrote %d lines (a tick's, then the stop's), want 2 or more", n)
 	}
 }
