@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/golang/snappy"
-	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
@@ -23,8 +20,6 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/record"
-	"github.com/prometheus/prometheus/tsdb/wlog"
-	"github.com/prometheus/prometheus/util/compression"
 	"github.com/prometheus/prometheus/util/teststorage"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
@@ -85,72 +80,26 @@ func histE2EData(base int64) []histE2ESeries {
 // send_native_histograms and checks its counters: all sent, none failed.
 func histSendWithPrometheus(t *testing.T, s *server, data []histE2ESeries) {
 	t.Helper()
-	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	w, err := wlog.New(log, nil, filepath.Join(dir, "wal"), compression.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	reg := prometheus.NewRegistry()
-	rs := remote.NewStorage(log, reg, func() (int64, error) { return 0, nil }, dir, 10*time.Second, nil, false)
-	u, _ := url.Parse(s.url + "/api/v1/write")
-	rwc := config.DefaultRemoteWriteConfig
-	rwc.URL = &config_util.URL{URL: u}
-	rwc.Name = "hourglass"
-	rwc.ProtobufMessage = remoteapi.WriteV2MessageType
-	rwc.SendNativeHistograms = true
-	rwc.QueueConfig.BatchSendDeadline = model.Duration(100 * time.Millisecond)
-	rwc.QueueConfig.MaxSamplesPerSend = 50
-	rwc.MetadataConfig.Send = false
-	if err := rs.ApplyConfig(&config.Config{GlobalConfig: config.DefaultGlobalConfig, RemoteWriteConfigs: []*config.RemoteWriteConfig{&rwc}}); err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	var enc record.Encoder
+	q := newPromQueue(t, s, remoteapi.WriteV2MessageType, func(rwc *config.RemoteWriteConfig) { rwc.SendNativeHistograms = true })
+	defer q.close()
 	var refs []record.RefSeries
 	want := 0
 	for i, d := range data {
 		refs = append(refs, record.RefSeries{Ref: chunks.HeadSeriesRef(i + 1), Labels: d.lbls})
 		want += len(d.ints) + len(d.flts)
 	}
-	if err := w.Log(enc.Series(refs, nil)); err != nil {
-		t.Fatal(err)
-	}
+	q.log(q.enc.Series(refs, nil))
 	for _, d := range data {
 		for i := 0; i < len(d.ints); i += 20 {
-			b, _ := enc.HistogramSamples(d.ints[i:min(i+20, len(d.ints))], nil)
-			if err := w.Log(b); err != nil {
-				t.Fatal(err)
-			}
+			b, _ := q.enc.HistogramSamples(d.ints[i:min(i+20, len(d.ints))], nil)
+			q.log(b)
 		}
 		for i := 0; i < len(d.flts); i += 20 {
-			b, _ := enc.FloatHistogramSamples(d.flts[i:min(i+20, len(d.flts))], nil)
-			if err := w.Log(b); err != nil {
-				t.Fatal(err)
-			}
+			b, _ := q.enc.FloatHistogramSamples(d.flts[i:min(i+20, len(d.flts))], nil)
+			q.log(b)
 		}
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		rs.Notify()
-		sent := promGatherSum(t, reg, "prometheus_remote_storage_histograms_total")
-		failed := promGatherSum(t, reg, "prometheus_remote_storage_histograms_failed_total") + promGatherSum(t, reg, "prometheus_remote_storage_samples_failed_total")
-		pending := promGatherSum(t, reg, "prometheus_remote_storage_histograms_pending")
-		if failed > 0 {
-			t.Fatalf("the queue manager failed %v histograms:\n%s", failed, s.logs.String())
-		}
-		if sent >= float64(want) && pending == 0 {
-			if sent != float64(want) {
-				t.Fatalf("sent %v histograms, want %d", sent, want)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s the queue manager has sent %v of %d histograms", sent, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	q.waitSent("histograms", want)
 }
 
 var histE2EQueries = []string{

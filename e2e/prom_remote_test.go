@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
@@ -27,8 +24,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/record"
-	"github.com/prometheus/prometheus/tsdb/wlog"
-	"github.com/prometheus/prometheus/util/compression"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 )
@@ -106,90 +101,21 @@ func newPromDataset(base int64) *promDataset {
 // checks the queue manager's own counters: every sample sent, none failed.
 func promSendWithPrometheus(t *testing.T, s *server, d *promDataset, msg remoteapi.WriteMessageType) {
 	t.Helper()
-	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	w, err := wlog.New(log, nil, filepath.Join(dir, "wal"), compression.None)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	reg := prometheus.NewRegistry()
-	rs := remote.NewStorage(log, reg, func() (int64, error) { return 0, nil }, dir, 10*time.Second, nil, false)
-	u, _ := url.Parse(s.url + "/api/v1/write")
-	rwc := config.DefaultRemoteWriteConfig
-	rwc.URL = &config_util.URL{URL: u}
-	rwc.Name = "hourglass"
-	rwc.ProtobufMessage = msg
-	rwc.QueueConfig.BatchSendDeadline = model.Duration(100 * time.Millisecond)
-	rwc.QueueConfig.MaxShards = 4
-	rwc.QueueConfig.MaxSamplesPerSend = 50 // several requests
-	rwc.MetadataConfig.Send = false
-	if err := rs.ApplyConfig(&config.Config{GlobalConfig: config.DefaultGlobalConfig, RemoteWriteConfigs: []*config.RemoteWriteConfig{&rwc}}); err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-
-	var enc record.Encoder
+	q := newPromQueue(t, s, msg, func(rwc *config.RemoteWriteConfig) { rwc.QueueConfig.MaxShards = 4 })
+	defer q.close()
 	var refs []record.RefSeries
 	var samples []record.RefSample
 	for i, ps := range d.series {
 		refs = append(refs, record.RefSeries{Ref: chunks.HeadSeriesRef(i + 1), Labels: ps.lbls})
 		samples = append(samples, ps.samples...)
 	}
-	if err := w.Log(enc.Series(refs, nil)); err != nil {
-		t.Fatal(err)
-	}
+	q.log(q.enc.Series(refs, nil))
 	// Samples in time order across series, as a scrape loop logs them.
 	slices.SortStableFunc(samples, func(a, b record.RefSample) int { return int(a.T - b.T) })
 	for i := 0; i < len(samples); i += 20 {
-		if err := w.Log(enc.Samples(samples[i:min(i+20, len(samples))], nil)); err != nil {
-			t.Fatal(err)
-		}
+		q.log(q.enc.Samples(samples[i:min(i+20, len(samples))], nil))
 	}
-	want := float64(d.samples())
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		rs.Notify()
-		sent, failed, pending := promGatherSum(t, reg, "prometheus_remote_storage_samples_total"),
-			promGatherSum(t, reg, "prometheus_remote_storage_samples_failed_total"),
-			promGatherSum(t, reg, "prometheus_remote_storage_samples_pending")
-		if failed > 0 {
-			t.Fatalf("the queue manager failed %v samples (a 2.0 sender fails a 2xx without Written headers):\n%s", failed, s.logs.String())
-		}
-		if sent >= want && pending == 0 {
-			if sent != want {
-				t.Fatalf("the queue manager sent %v samples, want %v", sent, want)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s the queue manager has sent %v of %v samples (%v pending)", sent, want, pending)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func promGatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			}
-		}
-	}
-	return sum
+	q.waitSent("samples", d.samples())
 }
 
 // promRecordingTransport notes the Content-Type of every response.
