@@ -259,5 +259,6 @@ func TestMain(m *testing.M) {
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
 	}
+	closeRollBench() // rollup_bench_test.go
 	os.Exit(code)
 }

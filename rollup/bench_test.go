@@ -95,10 +95,15 @@ func BenchmarkCell(b *testing.B) {
 	b.Run("iterate", func(b *testing.B) {
 		var it Iterator
 		b.ReportAllocs()
+		cpu0, cpuOK := cputime.Process()
 		for b.Loop() {
 			for it.Reset(cell, base); it.Next(); {
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(bs)), "ns/bucket")
+		per := float64(b.N) * float64(len(bs))
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/bucket")
+		if cpu1, ok := cputime.Process(); ok && cpuOK {
+			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/per, "cpu-ns/bucket")
+		}
 	})
 }

@@ -211,3 +211,45 @@ func fixtures() []fixture {
 		{"edges", 0, 600_000, edgeBuckets()},
 	}
 }
+
+// TestCanonicalIsDecimal holds the iterator's shortcut to decimal(): where
+// canonical says a mantissa read is known, decimal() of the value gives
+// that scale and mantissa, so a cell decodes as it did when every
+// reference's mantissa was recomputed. Random mantissas of every length
+// and scale, with and without trailing zeros, and the bounds.
+func TestCanonicalIsDecimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 1))
+	check := func(k int, m int64) {
+		c := canonical(k, m)
+		if !c.known {
+			return
+		}
+		dk, dm, ok := decimal(float64(m) / pow10[k])
+		if !ok || dk != k || dm != m || c.k != k || c.m != m {
+			t.Fatalf("canonical(%d, %d) = %+v, decimal() = %d, %d, %v", k, m, c, dk, dm, ok)
+		}
+	}
+	known := 0
+	for range 200_000 {
+		k := r.IntN(maxScale + 1)
+		m := r.Int64N(int64(1)<<53) >> r.IntN(53)
+		if r.IntN(2) == 0 {
+			m = -m
+		}
+		if r.IntN(4) == 0 {
+			m -= m % 10
+		}
+		check(k, m)
+		if canonical(k, m).known {
+			known++
+		}
+	}
+	for k := 0; k <= maxScale; k++ {
+		for _, m := range []int64{0, 1, -1, 9, 1e15 - 1, -(1e15 - 1), 1e15, 1<<53 - 1, -(1<<53 - 1), 999_999_999_999_999} {
+			check(k, m)
+		}
+	}
+	if known < 100_000 {
+		t.Fatalf("only %d of 200,000 random mantissas known: the shortcut is not taken", known)
+	}
+}

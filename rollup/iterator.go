@@ -22,6 +22,40 @@ type Iterator struct {
 	prevLast chunk.Value
 	cur      Bucket
 	err      error
+	// The decimal mantissas of prevLast and of the value value() read last
+	// (read), so that a delta, the uniform values and the sum do not
+	// recompute a reference's mantissa with decimal().
+	prevDec, read decMantissa
+}
+
+// decMantissa is a decimal value's scale and mantissa as it was read,
+// when they are the ones decimal() returns for it (known); otherwise the
+// reader calls decimal().
+type decMantissa struct {
+	k     int
+	m     int64
+	known bool
+}
+
+// canonical returns the scale and mantissa a decimal read as m / 10^k has
+// when they are surely decimal()'s (the smallest scale that gives its
+// bits): k is 0, or m has no trailing zero and fewer than 16 digits (two
+// decimals of at most 15 digits and different scales are further apart
+// than a float's ulp, so no smaller scale rounds to the same float).
+// Other mantissas are left to decimal() (known false).
+func canonical(k int, m int64) decMantissa {
+	if k == 0 || (m%10 != 0 && m < 1e15 && m > -1e15) {
+		return decMantissa{k: k, m: m, known: true}
+	}
+	return decMantissa{}
+}
+
+// refDecimal returns decimal(ref) for a float ref, from d when known.
+func refDecimal(ref chunk.Value, d decMantissa) (int, int64, bool) {
+	if d.known {
+		return d.k, d.m, true
+	}
+	return decimal(ref.Float())
 }
 
 // Reset makes it read cell, whose base time is baseMs. It reads the header
@@ -140,15 +174,18 @@ func (it *Iterator) values(c *Bucket, flags byte) bool {
 	}
 	c.FirstT, c.LastT = c.Start+first, c.Start+it.interval-1-lastGap
 	ok := true
-	c.First, ok = it.value(it.prevLast, ok)
+	c.First, ok = it.value(it.prevLast, it.prevDec, ok)
+	firstDec := it.read
+	var lastDec decMantissa
 	if flags&flagUniform != 0 {
-		c.Last, c.Min, c.Max, ok = it.uniform(c.First, ok)
+		c.Last, c.Min, c.Max, lastDec, ok = it.uniform(c.First, firstDec, ok)
 	} else {
-		c.Last, ok = it.value(c.First, ok)
-		c.Min, ok = it.value(c.First, ok)
-		c.Max, ok = it.value(c.First, ok)
+		c.Last, ok = it.value(c.First, firstDec, ok)
+		lastDec = it.read
+		c.Min, ok = it.value(c.First, firstDec, ok)
+		c.Max, ok = it.value(c.First, firstDec, ok)
 	}
-	c.Sum, ok = it.sum(c.First, c.N(), ok)
+	c.Sum, ok = it.sum(c.First, firstDec, c.N(), ok)
 	if !ok {
 		return false
 	}
@@ -163,7 +200,7 @@ func (it *Iterator) values(c *Bucket, flags byte) bool {
 			return it.fail(it.off, "bad resets")
 		}
 		var corr chunk.Value
-		if corr, ok = it.value(chunk.Value{}, true); !ok {
+		if corr, ok = it.value(chunk.Value{}, decMantissa{}, true); !ok {
 			return false
 		}
 		if corr.IsInt() {
@@ -171,13 +208,15 @@ func (it *Iterator) values(c *Bucket, flags byte) bool {
 		}
 		c.Correction = corr.Float()
 	}
-	it.prevLast = c.Last
+	it.prevLast, it.prevDec = c.Last, lastDec
 	return true
 }
 
-// value reads one value written by appendValue against ref; ok false
+// value reads one value written by appendValue against ref (refDec its
+// mantissa, when known) and sets it.read to the value's; ok false
 // (already or now) means the iteration failed.
-func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
+func (it *Iterator) value(ref chunk.Value, refDec decMantissa, ok bool) (chunk.Value, bool) {
+	it.read = decMantissa{}
 	if !ok {
 		return chunk.Value{}, false
 	}
@@ -202,7 +241,7 @@ func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
 		}
 		return chunk.Int(x), true
 	case kindDecimal:
-		return it.decimalValue(h, ref)
+		return it.decimalValue(h, ref, refDec)
 	case kindNear:
 		return it.nearValue(h)
 	case kindFloat:
@@ -216,9 +255,9 @@ func (it *Iterator) value(ref chunk.Value, ok bool) (chunk.Value, bool) {
 }
 
 // sum reads the sum written by appendSum.
-func (it *Iterator) sum(first chunk.Value, n int64, ok bool) (chunk.Value, bool) {
+func (it *Iterator) sum(first chunk.Value, firstDec decMantissa, n int64, ok bool) (chunk.Value, bool) {
 	if !ok || it.off >= len(it.b) || it.b[it.off]&headerDelta == 0 {
-		return it.value(chunk.Value{}, ok)
+		return it.value(chunk.Value{}, decMantissa{}, ok)
 	}
 	h := it.b[it.off]
 	k := int(h >> 3)
@@ -227,8 +266,11 @@ func (it *Iterator) sum(first chunk.Value, n int64, ok bool) (chunk.Value, bool)
 	case h == kindInt|headerDelta && first.IsInt():
 		fm = first.Int()
 	case h&3 == kindDecimal || h&3 == kindNear:
-		fk, m, dok := decimal(first.Float())
-		if first.IsInt() || !dok || fk != k || k > maxNearK && h&3 == kindNear {
+		if first.IsInt() {
+			return chunk.Value{}, it.fail(it.off, "sum delta without a matching first")
+		}
+		fk, m, dok := refDecimal(first, firstDec)
+		if !dok || fk != k || k > maxNearK && h&3 == kindNear {
 			return chunk.Value{}, it.fail(it.off, "sum delta without a matching first")
 		}
 		fm = m
@@ -260,23 +302,24 @@ func (it *Iterator) sum(first chunk.Value, n int64, ok bool) (chunk.Value, bool)
 	return chunk.FloatBits(uint64(int64(math.Float64bits(f)) + bd)), true
 }
 
-// uniform reads last, min and max written as deltas of first's mantissa.
-func (it *Iterator) uniform(first chunk.Value, ok bool) (last, lo, hi chunk.Value, _ bool) {
+// uniform reads last, min and max written as deltas of first's mantissa
+// (firstDec, when known), and returns last's mantissa too.
+func (it *Iterator) uniform(first chunk.Value, firstDec decMantissa, ok bool) (last, lo, hi chunk.Value, lastDec decMantissa, _ bool) {
 	if !ok {
-		return last, lo, hi, false
+		return last, lo, hi, lastDec, false
 	}
 	var vs [3]chunk.Value
 	k, fm, isDec := 0, first.Int(), !first.IsInt()
 	if isDec {
 		var dok bool
-		if k, fm, dok = decimal(first.Float()); !dok {
-			return last, lo, hi, it.fail(it.off, "uniform values after a float")
+		if k, fm, dok = refDecimal(first, firstDec); !dok {
+			return last, lo, hi, lastDec, it.fail(it.off, "uniform values after a float")
 		}
 	}
 	for i := range vs {
 		d, n := binary.Varint(it.b[it.off:])
 		if n <= 0 {
-			return last, lo, hi, it.fail(it.off, "bad uniform value")
+			return last, lo, hi, lastDec, it.fail(it.off, "bad uniform value")
 		}
 		it.off += n
 		m := fm + d
@@ -285,11 +328,14 @@ func (it *Iterator) uniform(first chunk.Value, ok bool) (last, lo, hi chunk.Valu
 			continue
 		}
 		if m >= 1<<53 || m <= -(1<<53) {
-			return last, lo, hi, it.fail(it.off-n, "decimal mantissa too large")
+			return last, lo, hi, lastDec, it.fail(it.off-n, "decimal mantissa too large")
+		}
+		if i == 0 {
+			lastDec = canonical(k, m)
 		}
 		vs[i] = chunk.Float(float64(m) / pow10[k])
 	}
-	return vs[0], vs[1], vs[2], true
+	return vs[0], vs[1], vs[2], lastDec, true
 }
 
 // nearValue reads a kindNear value: m, then the difference of the bits.
@@ -311,7 +357,7 @@ func (it *Iterator) nearValue(h byte) (chunk.Value, bool) {
 	return chunk.FloatBits(uint64(int64(math.Float64bits(float64(m)/pow10[k])) + d)), true
 }
 
-func (it *Iterator) decimalValue(h byte, ref chunk.Value) (chunk.Value, bool) {
+func (it *Iterator) decimalValue(h byte, ref chunk.Value, refDec decMantissa) (chunk.Value, bool) {
 	k := int(h >> 3)
 	if k > maxScale {
 		return chunk.Value{}, it.fail(it.off-1, "decimal scale too large")
@@ -322,8 +368,11 @@ func (it *Iterator) decimalValue(h byte, ref chunk.Value) (chunk.Value, bool) {
 	}
 	it.off += n
 	if h&headerDelta != 0 {
-		rk, rm, ok := decimal(ref.Float())
-		if ref.IsInt() || !ok || rk != k {
+		if ref.IsInt() {
+			return chunk.Value{}, it.fail(it.off-n-1, "decimal delta without a decimal reference")
+		}
+		rk, rm, ok := refDecimal(ref, refDec)
+		if !ok || rk != k {
 			return chunk.Value{}, it.fail(it.off-n-1, "decimal delta without a decimal reference")
 		}
 		m += rm
@@ -331,5 +380,6 @@ func (it *Iterator) decimalValue(h byte, ref chunk.Value) (chunk.Value, bool) {
 	if m >= 1<<53 || m <= -(1<<53) {
 		return chunk.Value{}, it.fail(it.off-n, "decimal mantissa too large")
 	}
+	it.read = canonical(k, m)
 	return chunk.Float(float64(m) / pow10[k]), true
 }
