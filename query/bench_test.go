@@ -262,3 +262,52 @@ func TestMain(m *testing.M) {
 	closeRollBench() // rollup_bench_test.go
 	os.Exit(code)
 }
+
+// BenchmarkPromMix runs the PromQL kinds of the load generator's mix
+// (loadtest/query.go) over the bench data: an hour at 1 m steps, ending an
+// hour before the last point (in the store; the last hour is in the head),
+// with the server's PromPushdown. rate reads the gauge as a counter (its
+// drops are resets): the work is the same. cpu-ns/point is per point in
+// the hour read (the selectors read 5 m more).
+func BenchmarkPromMix(b *testing.B) {
+	env := openBench(b)
+	for _, c := range []struct {
+		name, q string
+		k       int // series × 61 steps answered
+	}{
+		{"sum", `sum by (region) ({__name__="cpu.usage"})`, 4},
+		{"topk", `topk(5, {__name__="cpu.usage"})`, 5},
+		{"rate", `sum by (region) (rate({__name__="cpu.usage"}[5m]))`, 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+			qy := env.eng.Queryable(query.PromLimits{})
+			start := env.end - rowkey.HourMs
+			b.ReportAllocs()
+			defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
+			for b.Loop() {
+				q, err := eng.NewRangeQuery(ctx, qy, nil, c.q, time.UnixMilli(start), time.UnixMilli(env.end), time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res := q.Exec(query.PromPushdown(ctx, q.Statement()))
+				if res.Err != nil {
+					b.Fatal(res.Err)
+				}
+				m, err := res.Matrix()
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for _, s := range m {
+					n += len(s.Floats)
+				}
+				if want := c.k * 61; n != want {
+					b.Fatalf("%d series, %d points, want %d", len(m), n, want)
+				}
+				q.Close()
+			}
+		})
+	}
+}

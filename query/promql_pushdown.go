@@ -311,26 +311,80 @@ func (r *rawPoints) skip() {
 	r.one = false
 }
 
-// foldIterator is a chunkenc.Iterator over one promSeries whose samples
-// are folded by window: one sample per window with samples. Generic for
-// the reason promIterator is.
-type foldIterator[T ~int64] struct {
+// pushed is what the iterators of a pushed-down selector (foldIterator,
+// thinIterator) share: the raw points they read, the sample they are at,
+// and the chunkenc.Iterator methods that only report it. Each has its own
+// Next, and a Seek that steps through it.
+type pushed struct {
 	rawPoints
-	s  *promSeries
-	ot overTime
-	r  int64 // the current window's end
-
+	s     *promSeries
 	t     int64
 	f     float64
 	state int
 	err   error
 }
 
-func (it *foldIterator[T]) reset(s *promSeries) {
-	*it = foldIterator[T]{rawPoints: it.rawPoints, s: s, ot: *s.ot, r: s.ot.r0}
-	if !it.rawPoints.reset(s) {
-		it.state = iterDone
+// reset returns the state of an iterator over s's points, at its start,
+// keeping p's buffers.
+func (p *pushed) reset(s *promSeries) pushed {
+	n := pushed{rawPoints: p.rawPoints, s: s}
+	if !n.rawPoints.reset(s) {
+		n.state = iterDone
 	}
+	return n
+}
+
+// done ends the iteration, with the scan's error if it had one.
+func (p *pushed) done() chunkenc.ValueType {
+	p.state = iterDone
+	if err := p.p.err; err != nil {
+		p.err = promql.ErrStorage{Err: corruptSeries(p.s.entry, err)}
+	}
+	return chunkenc.ValNone
+}
+
+// seek calls next until the sample it is at is at or after t.
+func (p *pushed) seek(t int64, next func() chunkenc.ValueType) chunkenc.ValueType {
+	switch p.state {
+	case iterDone:
+		return chunkenc.ValNone
+	case iterAt:
+		if p.t >= t {
+			return chunkenc.ValFloat
+		}
+	}
+	for next() != chunkenc.ValNone {
+		if p.t >= t {
+			return chunkenc.ValFloat
+		}
+	}
+	return chunkenc.ValNone
+}
+
+func (p *pushed) At() (int64, float64) { return p.t, p.f }
+func (p *pushed) AtT() int64           { return p.t }
+func (p *pushed) AtST() int64          { return 0 }
+func (p *pushed) Err() error           { return p.err }
+
+func (p *pushed) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
+	return p.t, nil
+}
+
+func (p *pushed) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	return p.t, nil
+}
+
+// foldIterator is a chunkenc.Iterator over one promSeries whose samples
+// are folded by window: one sample per window with samples. Generic for
+// the reason promIterator is.
+type foldIterator[T ~int64] struct {
+	pushed
+	ot overTime
+	r  int64 // the current window's end
+}
+
+func (it *foldIterator[T]) reset(s *promSeries) {
+	*it = foldIterator[T]{pushed: it.pushed.reset(s), ot: *s.ot, r: s.ot.r0}
 }
 
 // window folds the pending raw points up to the window's end r into a.
@@ -392,42 +446,10 @@ func (it *foldIterator[T]) Next() chunkenc.ValueType {
 			return chunkenc.ValFloat
 		}
 	}
-	it.state = iterDone
-	if err := it.p.err; err != nil {
-		it.err = promql.ErrStorage{Err: corruptSeries(it.s.entry, err)}
-	}
-	return chunkenc.ValNone
+	return it.done()
 }
 
-func (it *foldIterator[T]) Seek(t T) chunkenc.ValueType {
-	switch it.state {
-	case iterDone:
-		return chunkenc.ValNone
-	case iterAt:
-		if it.t >= int64(t) {
-			return chunkenc.ValFloat
-		}
-	}
-	for it.Next() != chunkenc.ValNone {
-		if it.t >= int64(t) {
-			return chunkenc.ValFloat
-		}
-	}
-	return chunkenc.ValNone
-}
-
-func (it *foldIterator[T]) At() (int64, float64) { return it.t, it.f }
-func (it *foldIterator[T]) AtT() int64           { return it.t }
-func (it *foldIterator[T]) AtST() int64          { return 0 }
-func (it *foldIterator[T]) Err() error           { return it.err }
-
-func (it *foldIterator[T]) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
-	return it.t, nil
-}
-
-func (it *foldIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
-	return it.t, nil
-}
+func (it *foldIterator[T]) Seek(t T) chunkenc.ValueType { return it.seek(int64(t), it.Next) }
 
 var _ chunkenc.Iterator = (*foldIterator[int64])(nil)
 
@@ -437,21 +459,12 @@ var _ chunkenc.Iterator = (*foldIterator[int64])(nil)
 // next (the newest at or before it; a staleness marker is kept like any
 // sample). Samples after the last evaluation time are all kept.
 type thinIterator[T ~int64] struct {
-	rawPoints
-	s  *promSeries
+	pushed
 	ls lastPerStep
-
-	t     int64
-	f     float64
-	state int
-	err   error
 }
 
 func (it *thinIterator[T]) reset(s *promSeries) {
-	*it = thinIterator[T]{rawPoints: it.rawPoints, s: s, ls: *s.ls}
-	if !it.rawPoints.reset(s) {
-		it.state = iterDone
-	}
+	*it = thinIterator[T]{pushed: it.pushed.reset(s), ls: *s.ls}
 }
 
 // stepOf returns the first evaluation time at or after t, and false past
@@ -469,11 +482,7 @@ func (ls *lastPerStep) stepOf(t int64) (int64, bool) {
 
 func (it *thinIterator[T]) Next() chunkenc.ValueType {
 	if it.state == iterDone || !it.raw() {
-		it.state = iterDone
-		if err := it.p.err; err != nil {
-			it.err = promql.ErrStorage{Err: corruptSeries(it.s.entry, err)}
-		}
-		return chunkenc.ValNone
+		return it.done()
 	}
 	r, ok := it.ls.stepOf(it.rawT())
 	if !ok {
@@ -496,34 +505,6 @@ func (it *thinIterator[T]) Next() chunkenc.ValueType {
 	return chunkenc.ValFloat
 }
 
-func (it *thinIterator[T]) Seek(t T) chunkenc.ValueType {
-	switch it.state {
-	case iterDone:
-		return chunkenc.ValNone
-	case iterAt:
-		if it.t >= int64(t) {
-			return chunkenc.ValFloat
-		}
-	}
-	for it.Next() != chunkenc.ValNone {
-		if it.t >= int64(t) {
-			return chunkenc.ValFloat
-		}
-	}
-	return chunkenc.ValNone
-}
-
-func (it *thinIterator[T]) At() (int64, float64) { return it.t, it.f }
-func (it *thinIterator[T]) AtT() int64           { return it.t }
-func (it *thinIterator[T]) AtST() int64          { return 0 }
-func (it *thinIterator[T]) Err() error           { return it.err }
-
-func (it *thinIterator[T]) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
-	return it.t, nil
-}
-
-func (it *thinIterator[T]) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
-	return it.t, nil
-}
+func (it *thinIterator[T]) Seek(t T) chunkenc.ValueType { return it.seek(int64(t), it.Next) }
 
 var _ chunkenc.Iterator = (*thinIterator[int64])(nil)
