@@ -90,10 +90,9 @@ func TestOpenTSDBHistograms(t *testing.T) {
 		t.Errorf("downsampled percentiles = %v, want %v", got, want)
 	}
 	for sub, msg := range map[string]string{
-		`{"aggregator":"avg","metric":"req.latency","percentiles":[50]}`:                             "only the sum or none aggregator",
-		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"downsample":"1h-avg"}`:       "only sum for downsampling",
-		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"showHistogramBuckets":true}`: "showHistogramBuckets is not supported",
-		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"rate":true}`:                 "Rates over histograms",
+		`{"aggregator":"avg","metric":"req.latency","percentiles":[50]}`:                       "only the sum or none aggregator",
+		`{"aggregator":"sum","metric":"req.latency","percentiles":[50],"downsample":"1h-avg"}`: "only sum for downsampling",
+		`{"aggregator":"sum","metric":"req.latency","showHistogramBuckets":true,"rate":true}`:  "Rates over histograms",
 	} {
 		pq := `{"start":` + s0 + `,"queries":[` + sub + `]}`
 		if r := ps.do("POST", "/api/query", nil, []byte(pq)); r.code != 400 || !strings.Contains(string(r.body), msg) {

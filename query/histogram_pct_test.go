@@ -30,6 +30,10 @@ func TestSimplePercentile(t *testing.T) {
 	if got := SimplePercentile([]PctBucket{{0, 10, 0}}, 50); got != 0 {
 		t.Errorf("empty = %v, want 0", got)
 	}
+	// The midpoint is worked in float, as Java adds two float bounds.
+	if got := SimplePercentile([]PctBucket{{0.1, 0.2, 1}}, 50); got != 0.15000000596046448 {
+		t.Errorf("p50 of (0.1, 0.2] = %v, want 0.15000000596046448", got)
+	}
 	if got := SimplePercentile(nil, 50); got != 0 {
 		t.Errorf("no buckets = %v, want 0", got)
 	}

@@ -244,36 +244,41 @@ func (hp *HistogramPoint) Validate(l Limits) error {
 // Native returns the point as a Prometheus native histogram with custom
 // buckets (schema -53), the form it is stored in: the bounds are the
 // buckets' edges, so the underflow is the bucket up to the first Low, each
-// bucket the one up to its High, a gap between two buckets an empty bucket,
-// and the overflow the +Inf bucket. Counts are exact; an observation on an
-// edge stays in the bucket it was sent in (OpenTSDB's buckets hold their
-// Low, Prometheus' their upper bound). OpenTSDB sends no sum; the sum
-// stored is an estimate: each bucket's count times its midpoint, the
-// underflow at the first Low, the overflow at the last High (a NaN sum
-// would tell PromQL that NaN was observed).
+// bucket the one up to its High, and the overflow the +Inf bucket. A gap
+// between two buckets has a bound (the next Low) but no bucket: the spans
+// skip it, so it reads back as absent (OpenTSDB's showHistogramBuckets
+// lists only the buckets sent), and as 0 to PromQL. Counts are exact; an
+// observation on an edge stays in the bucket it was sent in (OpenTSDB's
+// buckets hold their Low, Prometheus' their upper bound). OpenTSDB sends
+// no sum; the sum stored is an estimate: each bucket's count times its
+// midpoint, the underflow at the first Low, the overflow at the last High
+// (a NaN sum would tell PromQL that NaN was observed).
 // OpenTSDB's histograms hold one interval's observations each (they come
 // pre-windowed; rates over them are not supported): they are gauge
 // histograms (CounterResetHint GaugeType). The point must be valid.
 func (hp *HistogramPoint) Native() *histogram.Histogram {
 	bounds := make([]float64, 0, 2*len(hp.Buckets)+1)
-	counts := make([]int64, 0, 2*len(hp.Buckets)+2)
+	counts := make([]int64, 0, len(hp.Buckets)+2)
+	spans := []histogram.Span{{Offset: 0, Length: 1}}
 	bounds = append(bounds, hp.Buckets[0].Low)
 	counts = append(counts, hp.Underflow)
 	for i, b := range hp.Buckets {
 		if i > 0 && hp.Buckets[i-1].High < b.Low {
 			bounds = append(bounds, b.Low)
-			counts = append(counts, 0)
+			spans = append(spans, histogram.Span{Offset: 1})
 		}
 		bounds = append(bounds, b.High)
 		counts = append(counts, b.Count)
+		spans[len(spans)-1].Length++
 	}
 	counts = append(counts, hp.Overflow)
+	spans[len(spans)-1].Length++
 	sum := float64(hp.Underflow)*hp.Buckets[0].Low + float64(hp.Overflow)*hp.Buckets[len(hp.Buckets)-1].High
 	for _, b := range hp.Buckets {
 		sum += float64(b.Count) * (b.Low + (b.High-b.Low)/2)
 	}
 	h := &histogram.Histogram{CounterResetHint: histogram.GaugeType, Schema: histogram.CustomBucketsSchema, Sum: sum, CustomValues: bounds,
-		PositiveSpans: []histogram.Span{{Offset: 0, Length: uint32(len(counts))}}, PositiveBuckets: make([]int64, len(counts))}
+		PositiveSpans: spans, PositiveBuckets: make([]int64, len(counts))}
 	var prev int64
 	for i, c := range counts {
 		h.Count += uint64(c)

@@ -2,6 +2,7 @@ package opentsdb
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -73,16 +74,21 @@ func TestHistogramNative(t *testing.T) {
 	if err := h.Validate(); err != nil {
 		t.Fatalf("Native: %v", err)
 	}
-	// Bounds 0, 1, 2, 5 (the gap), 10; buckets: underflow, 3, 4, gap 0, 5, overflow.
+	// Bounds 0, 1, 2, 5 (the gap), 10; buckets: underflow, 3, 4, 5, overflow,
+	// the gap (2,5] skipped by the spans.
 	if !slices.Equal(h.CustomValues, []float64{0, 1, 2, 5, 10}) || h.Count != 15 || h.Sum != 65 || h.Schema != histogram.CustomBucketsSchema {
 		t.Errorf("Native: %+v", h)
 	}
-	var counts []float64
+	var counts, uppers []float64
 	for it := h.ToFloat(nil).PositiveBucketIterator(); it.Next(); {
 		counts = append(counts, it.At().Count)
+		uppers = append(uppers, it.At().Upper)
 	}
-	if !slices.Equal(counts, []float64{1, 3, 4, 0, 5, 2}) {
-		t.Errorf("bucket counts %v", counts)
+	if !slices.Equal(counts, []float64{1, 3, 4, 5, 2}) || !slices.Equal(uppers, []float64{0, 1, 2, 10, math.Inf(1)}) {
+		t.Errorf("bucket counts %v, upper bounds %v", counts, uppers)
+	}
+	if want := []histogram.Span{{Offset: 0, Length: 3}, {Offset: 1, Length: 2}}; !slices.Equal(h.PositiveSpans, want) {
+		t.Errorf("spans %v, want %v", h.PositiveSpans, want)
 	}
 }
 

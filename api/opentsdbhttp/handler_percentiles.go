@@ -12,17 +12,23 @@ import (
 // percentileRunner is the engine's percentiles over histograms
 // (query/histogram_pct.go); a Querier without it refuses them.
 type percentileRunner interface {
-	RunPercentiles(ctx context.Context, req query.Request, pcts []float64) ([]query.Result, error)
+	RunPercentiles(ctx context.Context, req query.Request, hq query.HistogramQuery) ([]query.Result, error)
 }
 
 func pctError(msg, details string) error {
 	return &opentsdb.RequestError{Status: http.StatusBadRequest, Message: msg, Details: details}
 }
 
-// checkPercentiles refuses what /api/query's percentiles do not support:
-// OpenTSDB allows only sum or none as the aggregator and sum as the
-// downsampler over histograms, and no rates; hourglass also refuses
-// showHistogramBuckets, calendar and 0all downsampling.
+// isHistogramQuery is OpenTSDB's TsdbQuery.isHistogramQuery: a sub-query
+// with percentiles or showHistogramBuckets reads histograms only.
+func isHistogramQuery(sq *opentsdb.SubQuery) bool {
+	return len(sq.Percentiles) > 0 || sq.ShowHistogramBuckets
+}
+
+// checkPercentiles refuses what /api/query's percentiles and
+// showHistogramBuckets do not support: OpenTSDB allows only sum or none as
+// the aggregator and sum as the downsampler over histograms (fixed,
+// calendar or 0all), and no rates.
 func checkPercentiles(sq *opentsdb.SubQuery, req query.Request) error {
 	if req.Aggregator != nil && !req.Aggregator.IsNone() && req.Aggregator.Name() != "sum" {
 		return pctError("Percentiles over histograms allow only the sum or none aggregator", "got "+req.Aggregator.Name())
@@ -31,23 +37,17 @@ func checkPercentiles(sq *opentsdb.SubQuery, req query.Request) error {
 		if d.Agg.Name() != "sum" {
 			return pctError("Percentiles over histograms allow only sum for downsampling", "got "+d.Agg.Name())
 		}
-		if d.All || d.Calendar || d.Interval <= 0 {
-			return pctError("Percentiles over histograms are computed by hourglass only with a fixed downsample interval",
-				"0all and calendar downsampling are not supported with percentiles")
-		}
 	}
 	if sq.Rate {
 		return pctError("Rates over histograms are not supported", "drop rate from the sub-query with percentiles")
 	}
-	if sq.ShowHistogramBuckets {
-		return pctError("showHistogramBuckets is not supported by hourglass",
-			"query the percentiles without it, or the buckets with PromQL (/api/v1/query)")
-	}
 	return nil
 }
 
-// runPercentiles runs a sub-query with percentiles into sb: one series per
-// group and percentile, named <metric>_pct_<p>.
+// runPercentiles runs a sub-query with percentiles or showHistogramBuckets
+// into sb: per group, one series per percentile, named <metric>_pct_<p>,
+// then one per bucket, named <metric>_<low>_<high>, <metric>_UNDERFLOW and
+// <metric>_OVERFLOW.
 func (s *reads) runPercentiles(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
 	ereq query.Request, t0 time.Time) error {
 	pr, ok := s.engine.(percentileRunner)
@@ -58,7 +58,7 @@ func (s *reads) runPercentiles(ctx context.Context, req *opentsdb.QueryRequest, 
 	if req.Delete {
 		return pctError("delete is not supported with percentiles", "delete the histograms without percentiles")
 	}
-	res, err := pr.RunPercentiles(ctx, ereq, sq.Percentiles)
+	res, err := pr.RunPercentiles(ctx, ereq, query.HistogramQuery{Percentiles: sq.Percentiles, ShowBuckets: sq.ShowHistogramBuckets})
 	if err != nil {
 		return err
 	}

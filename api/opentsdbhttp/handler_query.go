@@ -189,7 +189,7 @@ func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq 
 	if err != nil {
 		return err
 	}
-	if len(sq.Percentiles) > 0 {
+	if isHistogramQuery(sq) {
 		return s.runPercentiles(ctx, req, sq, sb, ereq, t0) // handler_percentiles.go
 	}
 	ss, err := s.engine.Fetch(ctx, ereq)
@@ -411,7 +411,7 @@ func (s *reads) engineRequest(ctx context.Context, sq *opentsdb.SubQuery, start,
 		}
 		req.Downsample = &spec
 	}
-	if len(sq.Percentiles) > 0 {
+	if isHistogramQuery(sq) {
 		if err := checkPercentiles(sq, req); err != nil { // hook: handler_percentiles.go
 			return req, err
 		}
