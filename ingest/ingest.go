@@ -81,7 +81,7 @@ func (w *Writer) NewBatch() *Batch { return &Batch{w: w} }
 // new series that -max-new-series-per-request bounds starts again.
 func (b *Batch) NewRequest() {
 	b.Reset()
-	b.req = series.Request{}
+	b.req.Reset()
 }
 
 // NewSeries returns how many series the batch's request has created.
@@ -91,6 +91,8 @@ func (b *Batch) NewSeries() int { return b.req.Created() }
 // series goes on (see NewRequest).
 func (b *Batch) Reset() {
 	clear(b.samples) // drop the references to Labels a caller may have let go
+	clear(b.errs)
+	clear(b.late)
 	b.samples, b.pos, b.errs, b.late, b.n = b.samples[:0], b.pos[:0], b.errs[:0], b.late[:0], 0
 }
 

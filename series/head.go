@@ -281,7 +281,11 @@ func (h *Head) replay(ctx context.Context) error {
 				return nil
 			}
 			pts++
-			h.appendToSeries(s, smp.t, smp.v, seg, replayNow) // nothing is forgotten during replay
+			var late int64
+			h.appendToSeries(s, smp.t, smp.v, seg, replayNow, &late) // nothing is forgotten during replay
+			if late > 0 && h.addLate(late) {
+				h.sealLateEarly()
+			}
 			return nil
 		},
 		onDelete: func(start, end int64, ls []Labels) error {
@@ -431,7 +435,13 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	if h.fl.Failing() && h.log.Size() > h.opts.WALMaxBytes {
 		return fmt.Errorf("%w: writes to the store are failing and the WAL holds %d bytes", store.ErrUnavailable, h.log.Size())
 	}
-	series := make([]*memSeries, len(samples))
+	var series []*memSeries
+	if req != nil { // the request's scratch, kept from one batch to the next
+		series = append(req.series[:0], make([]*memSeries, len(samples))...)
+		defer func() { clear(series); req.series = series[:0] }()
+	} else {
+		series = make([]*memSeries, len(samples))
+	}
 	ok := 0
 	cutoff := int64(math.MinInt64)
 	if h.opts.Retention > 0 {
@@ -507,8 +517,9 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 		return fmt.Errorf("%w: writing the wal: %v", store.ErrUnavailable, err)
 	}
 	now := h.opts.Now().UnixMilli()
+	var late int64
 	for i, s := range series {
-		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg, now) {
+		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg, now, &late) {
 			// The series was forgotten between the lookup and now: the
 			// point goes to its new incarnation.
 			var err error
@@ -526,6 +537,9 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	}
 	h.inflightMu.Unlock()
 	h.m.points.Add(float64(ok))
+	if late > 0 && h.addLate(late) {
+		h.sealLateEarly()
+	}
 	if err := h.log.Commit(pos); err != nil {
 		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
@@ -551,8 +565,10 @@ func (h *Head) Fatal() error {
 // appendToSeries adds one point to the series' open chunk of its hour,
 // sealing what is full or past its hour. now is the wall clock (unix ms),
 // read once per batch. It returns false, doing nothing, if the series has
-// been forgotten.
-func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now int64) bool {
+// been forgotten. A point that goes to a late chunk adds one to *late: the
+// caller counts the batch's in Head.latePoints at once (addLate), one
+// shared counter touched per batch instead of per point.
+func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now int64, late *int64) bool {
 	hour := rowkey.HourOf(t)
 	var idx []store.Mutation
 	s.mu.Lock()
@@ -581,7 +597,10 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
 	oc.freeze()
-	overBound := oc.late && h.addLate(oc)
+	if oc.late {
+		oc.lateN++
+		*late++
+	}
 	if seg < oc.minSeg {
 		oc.minSeg = seg
 	}
@@ -606,9 +625,6 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	}
 	if len(sealed) > 0 {
 		h.fl.enqueue(sealed)
-	}
-	if overBound {
-		h.sealLateEarly()
 	}
 	return true
 }

@@ -38,12 +38,12 @@ func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64, lastPts int) *
 	return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, min(freezeAt, max(16, min(lastPts, h.opts.ChunkMaxPoints))))}
 }
 
-// addLate counts a point added to the late chunk oc (under its series'
-// lock) and reports whether the late chunks are past their bound.
-func (h *Head) addLate(oc *openChunk) bool {
-	oc.lateN++
-	h.m.latePoints.Inc()
-	return h.latePoints.Add(1) > h.opts.LateMaxPoints
+// addLate counts n points added to late chunks (each chunk's lateN counted
+// under its series' lock) and reports whether the late chunks are past
+// their bound.
+func (h *Head) addLate(n int64) bool {
+	h.m.latePoints.Add(float64(n))
+	return h.latePoints.Add(n) > h.opts.LateMaxPoints
 }
 
 // due reports whether the sweep at now (unix ms) seals c: an on-time chunk

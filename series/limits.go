@@ -78,7 +78,11 @@ func truncName(s string) string {
 // One request appends from one goroutine at a time.
 type Request struct {
 	created int
+	series  []*memSeries // AppendRequest's scratch, kept across batches
 }
+
+// Reset starts a new request (no series created) and keeps the scratch.
+func (r *Request) Reset() { r.created = 0 }
 
 // Created returns how many series the request created.
 func (r *Request) Created() int { return r.created }

@@ -19,8 +19,19 @@ const (
 	wireFixed32 = 5
 )
 
-// uvarint reads a varint at b[off:].
+// uvarint reads a varint at b[off:]. A one-byte varint (field keys,
+// most lengths) is read inline; longer ones by uvarintSlow.
 func uvarint(b []byte, off int) (uint64, int) {
+	if off < len(b) && b[off] < 0x80 {
+		return uint64(b[off]), off + 1
+	}
+	return uvarintSlow(b, off)
+}
+
+// uvarintSlow reads a varint of any length at b[off:].
+//
+//go:noinline
+func uvarintSlow(b []byte, off int) (uint64, int) {
 	var x uint64
 	var s uint
 	for i := 0; i < binary.MaxVarintLen64; i++ {

@@ -98,6 +98,7 @@ type core struct {
 	snap      *snapshotter
 	tsdb      *tsdbStatus
 	decoders  sync.Pool // *prom.Decoder
+	batches   sync.Pool // *ingest.Batch, remote write's (kept with their scratch)
 	histM     *histMetrics
 	now       func() time.Time
 }
@@ -128,6 +129,7 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 			func() float64 { return float64(cache.Resets()) }))
 	}
 	p.decoders.New = func() any { return &prom.Decoder{Cache: cache, MaxHistogramBuckets: histBuckets(cfg)} }
+	p.batches.New = func() any { return p.writer.NewBatch() }
 	p.histM = newHistMetrics(reg)
 	p.queryable = d.Querier.Queryable(query.PromLimits{MaxSeries: cfg.MaxSeries, MaxSamples: cfg.MaxSamples, LookbackDelta: cfg.LookbackDelta})
 	var promReg prometheus.Registerer

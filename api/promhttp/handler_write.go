@@ -174,7 +174,12 @@ type promWriteState struct {
 }
 
 func (p *remote) ingest(ctx context.Context, raw []byte, o *promWriteOutcome) {
-	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: p.writer.NewBatch()}
+	// A pooled batch keeps its scratch (a request's samples, their errors)
+	// from one request to the next instead of growing it from nothing.
+	batch := p.batches.Get().(*ingest.Batch)
+	batch.NewRequest()
+	defer p.batches.Put(batch)
+	ws := &promWriteState{p: p, o: o, ctx: ctx, batch: batch}
 	dec := p.decoders.Get().(*prom.Decoder)
 	defer p.decoders.Put(dec)
 	err := dec.Decode(o.msg, raw, ws.series, ws.metadata)
