@@ -67,10 +67,14 @@ type exSeries struct {
 
 type exemplarStore struct {
 	opts ExemplarOptions
-	mu   sync.Mutex
-	m    map[Labels]*exSeries
-	n    int
-	gone map[string]bool // TSUIDs whose rows must be deleted (no exemplars left)
+	// persistMu orders persistExemplars calls (the sweeper's, the
+	// retention's): each writes what it collected before the next collects,
+	// so an older state never lands over a newer one.
+	persistMu sync.Mutex
+	mu        sync.Mutex
+	m         map[Labels]*exSeries
+	n         int
+	gone      map[string]bool // TSUIDs whose rows must be deleted (no exemplars left)
 
 	stored  prometheus.GaugeFunc
 	dropped *prometheus.CounterVec
@@ -86,7 +90,7 @@ func newExemplarStore(opts ExemplarOptions, r prometheus.Registerer) *exemplarSt
 	}
 	es := &exemplarStore{opts: opts, m: map[Labels]*exSeries{}, gone: map[string]bool{}}
 	es.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_exemplars_dropped_total",
-		Help: "Exemplars not kept, by reason: full (-max-exemplars reached), out_of_order (older than the series' newest), duplicate."}, []string{"reason"})
+		Help: "Exemplars not kept, by reason: full (-max-exemplars reached), out_of_order (older than the series' newest), duplicate, out_of_retention (older than -retention)."}, []string{"reason"})
 	es.stored = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hourglass_exemplars",
 		Help: "Exemplars kept (at most -max-exemplars, -max-exemplars-per-series a series)."},
 		func() float64 { es.mu.Lock(); defer es.mu.Unlock(); return float64(es.n) })
@@ -167,6 +171,39 @@ func (es *exemplarStore) deleteRange(ls []Labels, start, end int64) {
 	}
 }
 
+// dropBefore removes the exemplars older than cutoff (ms), as the
+// retention drops the points, and marks their series for persistExemplars;
+// it returns how many went.
+func (es *exemplarStore) dropBefore(cutoff int64) int {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	n := 0
+	for _, s := range es.m {
+		i := 0
+		for i < len(s.ex) && s.ex[i].T < cutoff { // by time
+			i++
+		}
+		if i > 0 {
+			s.ex = append(s.ex[:0], s.ex[i:]...)
+			s.dirty = true
+			n += i
+		}
+	}
+	es.n -= n
+	return n
+}
+
+// applyRetention is the retention's part for exemplars (hook in
+// Retention.Apply): those before cutoff go from memory, then from the meta
+// table at once, so neither a restart nor the WAL brings them back (a
+// replayed one is older than the cutoff and dropped by the pass at start).
+func (h *Head) applyRetention(ctx context.Context, cutoff int64) (int, error) {
+	n := h.exemplars.dropBefore(cutoff)
+	// Even with none dropped here: a concurrent pass may have dropped them
+	// and be writing; persistMu makes this wait for it.
+	return n, h.persistExemplars(ctx)
+}
+
 // Exemplars returns the exemplars kept for the series l in [start, end],
 // oldest first.
 func (h *Head) Exemplars(l Labels, start, end int64) []Exemplar {
@@ -175,7 +212,8 @@ func (h *Head) Exemplars(l Labels, start, end int64) []Exemplar {
 
 // AppendExemplars keeps exemplars through the WAL. It returns how many were
 // kept (an exemplar older than its series' newest, a duplicate, or one
-// past -max-exemplars is not, as Prometheus drops them, and is counted in
+// past -max-exemplars is not, as Prometheus drops them, nor one older than
+// the retention, as the points; each is counted in
 // hourglass_exemplars_dropped_total); the error means none was (the WAL).
 func (h *Head) AppendExemplars(ctx context.Context, samples []ExemplarSample, req *Request) (int, error) {
 	if h.closed.Load() {
@@ -186,7 +224,15 @@ func (h *Head) AppendExemplars(ctx context.Context, samples []ExemplarSample, re
 	}
 	series := make([]*memSeries, len(samples))
 	ok := 0
+	cutoff := int64(math.MinInt64)
+	if h.opts.Retention > 0 {
+		cutoff = retentionCutoff(h.opts.Now(), h.opts.Retention)
+	}
 	for i := range samples {
+		if samples[i].Exemplar.T < cutoff {
+			h.exemplars.dropped.WithLabelValues("out_of_retention").Inc()
+			continue
+		}
 		s, err := h.getOrCreateLimited(ctx, samples[i].Series, req)
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {

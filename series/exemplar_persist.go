@@ -51,6 +51,8 @@ func readExemplarSet(b []byte) (Labels, []Exemplar, error) {
 // stay marked and the next call writes them.
 func (h *Head) persistExemplars(ctx context.Context) error {
 	es := h.exemplars
+	es.persistMu.Lock()
+	defer es.persistMu.Unlock()
 	es.mu.Lock()
 	var muts []store.Mutation
 	var done []*exSeries

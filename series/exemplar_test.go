@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"hourglass/rowkey"
 	"hourglass/series"
 )
 
@@ -74,8 +76,64 @@ func TestExemplarsDurableAndBounded(t *testing.T) {
 	}
 	e.close()
 	e = openEnv(t, dir, opts)
-	defer e.close()
 	if got := exemplarsOf(e, b); got != "[]" || exemplarsOf(e, a) != wantA {
 		t.Fatalf("the delete after a restart: b %s a %s", got, exemplarsOf(e, a))
 	}
+	// A delete then a crash before the sweeper writes the meta table: the
+	// replayed tombstone still removes them (the meta table holds a's).
+	e.delete([]series.Labels{a}, t0+2, t0+2)
+	wantA = exemplarsOf(e, a)
+	e.crash()
+	e = openEnv(t, dir, opts)
+	defer e.close()
+	if got := exemplarsOf(e, a); got != wantA {
+		t.Fatalf("a delete then a crash: a %s, want %s", got, wantA)
+	}
+}
+
+// TestExemplarsRetention: the retention drops the exemplars older than its
+// cutoff as it drops the points, from memory and at once from the meta
+// table, so neither a crash right after the pass nor a clean restart
+// brings them back; one older than the retention is refused at the door.
+func TestExemplarsRetention(t *testing.T) {
+	dir := t.TempDir()
+	const t0 = int64(1_767_225_600_000)
+	now := time.UnixMilli(t0 + 10*24*rowkey.HourMs)
+	clock := func(o *series.Options) { o.Now = func() time.Time { return now } }
+	ret := func(o *series.Options) { clock(o); o.Retention = 72 * time.Hour; o.RetentionInterval = time.Hour }
+	a := series.MakeLabels("req", []series.Tag{{Key: "job", Value: "a"}})
+	b := series.MakeLabels("req", []series.Tag{{Key: "job", Value: "b"}})
+	recent := now.UnixMilli() - rowkey.HourMs
+	e := openEnv(t, dir, clock)
+	e.appendExemplars(3, ex(a, t0, 1, "old"), ex(a, recent, 2, "new"), ex(b, t0+1, 3, "old"))
+	e.close()
+
+	wantA := fmt.Sprint([]series.Exemplar{{Labels: []series.Tag{{Key: "trace_id", Value: "new"}}, Value: 2, T: recent}})
+	check := func(when string) {
+		t.Helper()
+		if got, gotB := exemplarsOf(e, a), exemplarsOf(e, b); got != wantA || gotB != "[]" {
+			t.Fatalf("%s: a %s b %s, want a %s b []", when, got, gotB, wantA)
+		}
+	}
+	apply := func() {
+		t.Helper()
+		if _, err := e.head.ApplyRetention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e = openEnv(t, dir, ret)
+	apply()
+	check("after the retention")
+	e.appendExemplars(0, ex(b, t0+2, 4, "too old"))
+	// The pass wrote the meta table at once: a crash right after it, opened
+	// without a retention (nothing drops them again), shows what the store
+	// and the WAL hold.
+	e.crash()
+	e = openEnv(t, dir, clock)
+	check("after a crash, reopened without a retention")
+	e.close()
+	e = openEnv(t, dir, ret)
+	defer e.close()
+	apply()
+	check("after a clean restart")
 }

@@ -74,6 +74,7 @@ type RetentionReport struct {
 	Ranges        int   // key ranges deleted
 	SeriesDropped int   // series the index forgot
 	RollupRanges  int   // key ranges deleted from the rollup table
+	Exemplars     int   // exemplars dropped
 }
 
 // Apply drops what the retention no longer keeps: the rollups past their
@@ -81,7 +82,8 @@ type RetentionReport struct {
 // it is 0).
 func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 	var rep RetentionReport
-	if err := r.applyRollups(ctx, &rep); err != nil {
+	var err error
+	if err = r.applyRollups(ctx, &rep); err != nil {
 		return rep, err
 	}
 	if r.retention <= 0 {
@@ -133,6 +135,11 @@ func (r *Retention) Apply(ctx context.Context) (RetentionReport, error) {
 			}
 			rep.Ranges++
 		}
+	}
+
+	// Hook (exemplar.go): the exemplars before the cutoff go too.
+	if rep.Exemplars, err = r.head.applyRetention(ctx, cutoff); err != nil {
+		return rep, fmt.Errorf("series: retention: dropping old exemplars: %w", err)
 	}
 
 	// The index: days before the cutoff go; series with none left go,
