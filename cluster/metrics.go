@@ -16,7 +16,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_peer_calls_total",
-			Help: "Calls to peers, by operation (snapshot, delete) and result (ok, error, too_large)."}, []string{"op", "result"}),
+			Help: "Calls to peers, by operation (snapshot, delete) and result (ok, error, too_large; skipped: a snapshot not asked for, the query range ending before the peer's head)."}, []string{"op", "result"}),
 		served: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_peer_served_total",
 			Help: "Peer protocol requests this node answered, by operation."}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hourglass_peer_refused_total",

@@ -193,7 +193,7 @@ func (n *Node) Close(ctx context.Context, deregister bool) error {
 
 // view returns the live peers and the down ones still to be named.
 func (n *Node) view() (live, down []Peer) {
-	now := time.Now()
+	now := n.opts.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, p := range n.peers {
@@ -293,6 +293,7 @@ func (n *Node) Snapshots(ctx context.Context, ls []series.Labels, start, end int
 		warnings.Add(ctx, downWarning(p))
 		n.m.warnings.Inc()
 	}
+	live = n.holding(live, end)
 	if len(live) == 0 || len(ls) == 0 {
 		return out, nil
 	}
@@ -343,6 +344,23 @@ func (n *Node) Snapshots(ctx context.Context, ls []series.Labels, start, end int
 		out[i] = merged
 	}
 	return out, nil
+}
+
+// holding returns the peers of live whose heads may hold points at or
+// before end: a peer whose registration's HeadMin is after end had none
+// that old at its last heartbeat (registry.go's headMin says how late a
+// point can still be missed), and is not asked; each one skipped is
+// counted. It filters live in place.
+func (n *Node) holding(live []Peer, end int64) []Peer {
+	ask := live[:0]
+	for _, p := range live {
+		if p.HeadMin > 0 && end < p.HeadMin {
+			n.m.calls.WithLabelValues("snapshot", "skipped").Inc()
+			continue
+		}
+		ask = append(ask, p)
+	}
+	return ask
 }
 
 // Delete deletes the points of ls in [start, end] here and on every live

@@ -75,6 +75,18 @@ type testNode struct {
 // cluster3 starts three nodes on one store, each serving the peer
 // protocol on a loopback test server, and lets each read the registry.
 func cluster3(t *testing.T, expiry time.Duration) []*testNode {
+	return clusterOf(t, expiry, clusterOpts{})
+}
+
+// clusterOpts changes clusterOf's nodes: now is their clock (nil: the
+// wall clock); local wraps a node's fake head (nil: the head itself).
+type clusterOpts struct {
+	now   func() time.Time
+	local func(*fakeHead) Local
+}
+
+// clusterOf is cluster3 with o.
+func clusterOf(t *testing.T, expiry time.Duration, o clusterOpts) []*testNode {
 	st, err := pebble.Open(t.TempDir(), pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +95,12 @@ func cluster3(t *testing.T, expiry time.Duration) []*testNode {
 	var nodes []*testNode
 	for w := uint16(1); w <= 3; w++ {
 		tn := &testNode{head: &fakeHead{pts: map[series.Labels][]chunk.Point{}}}
-		tn.Node = New(st, tn.head, func() { tn.dropped.Add(1) }, Options{WriterID: w, Heartbeat: time.Hour,
-			Expiry: expiry, Timeout: time.Second, MaxReplyPoints: 100, Registerer: prometheus.NewRegistry()})
+		var local Local = tn.head
+		if o.local != nil {
+			local = o.local(tn.head)
+		}
+		tn.Node = New(st, local, func() { tn.dropped.Add(1) }, Options{WriterID: w, Heartbeat: time.Hour,
+			Expiry: expiry, Timeout: time.Second, MaxReplyPoints: 100, Registerer: prometheus.NewRegistry(), Now: o.now})
 		tn.srv = httptest.NewServer(tn.Handler())
 		t.Cleanup(tn.srv.Close)
 		if err := tn.Start(context.Background(), strings.TrimPrefix(tn.srv.URL, "http://")); err != nil {
@@ -143,7 +159,11 @@ func TestSnapshotsMergeAndWarn(t *testing.T) {
 }
 
 func TestDownPeerAndQueuedDelete(t *testing.T) {
-	ns := cluster3(t, 50*time.Millisecond)
+	// The nodes' clock moves only when the test says: on the wall clock, a
+	// pause of the expiry between two steps (a loaded machine, -race) made
+	// node 2 count as down too.
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC)}
+	ns := clusterOf(t, 50*time.Millisecond, clusterOpts{now: clk.now})
 	a, b, c := ns[0], ns[1], ns[2]
 	x := lbl("m", "h", "x")
 	b.head.pts[x] = []chunk.Point{{T: 10, V: chunk.Int(1)}, {T: 20, V: chunk.Int(2)}}
@@ -161,7 +181,7 @@ func TestDownPeerAndQueuedDelete(t *testing.T) {
 	if err := b.heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	clk.advance(60 * time.Millisecond)
 	if err := b.heartbeat(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,10 @@ import (
 // headCounter is a Local that can count its head's points (series.DB).
 type headCounter interface{ Stats() model.Stats }
 
+// headMinner is a Local that can tell the oldest hour its head holds
+// (series.DB).
+type headMinner interface{ HeadMinTime() (int64, bool) }
+
 // Rows of the meta table (no other prefix of the table starts with "peer/"):
 //
 //	"peer/n/" | writer[2, BE]                 a node's registration: qualifier "j", JSON (registration)
@@ -40,6 +44,11 @@ type registration struct {
 	// others cannot see when it is gone.
 	HeadPoints int64 `json:"head_points"`
 	HeadAt     int64 `json:"head_at"`
+	// HeadMin (unix ms) is older than every point the head held at
+	// Heartbeat, and than the hour before it (headMin): a query whose range
+	// ends before it does not ask this node. 0 (a node that does not say):
+	// always ask.
+	HeadMin int64 `json:"head_min,omitempty"`
 }
 
 // headEvery is how many heartbeats pass between two counts of the head's
@@ -53,8 +62,9 @@ type Peer struct {
 	// Heartbeat is the peer's last heartbeat (its clock, unix ms); seen is
 	// when this node last saw it change (this node's clock).
 	Heartbeat int64
-	// HeadPoints were in its head at HeadAt (unix ms): see registration.
-	HeadPoints, HeadAt int64
+	// HeadPoints were in its head at HeadAt (unix ms); no point in its head
+	// was older than HeadMin at Heartbeat: see registration.
+	HeadPoints, HeadAt, HeadMin int64
 	seen               time.Time
 }
 
@@ -74,12 +84,33 @@ func (n *Node) heartbeat(ctx context.Context) error {
 	}
 	n.beats++
 	reg := registration{Writer: n.opts.WriterID, Addr: n.addr, Scheme: n.opts.Scheme,
-		Heartbeat: now, Started: n.started.UnixMilli(), HeadPoints: n.headPoints, HeadAt: n.headAt}
+		Heartbeat: now, Started: n.started.UnixMilli(), HeadPoints: n.headPoints, HeadAt: n.headAt,
+		HeadMin: n.headMin(now)}
 	v, err := json.Marshal(reg)
 	if err != nil {
 		return err
 	}
 	return n.st.Write(ctx, store.TableMeta, []store.Mutation{{Row: nodeRow(n.opts.WriterID), Qualifier: qualJSON, Value: v}})
+}
+
+// headMin is the registration's HeadMin at now (unix ms): the hour of the
+// oldest chunk in the head, and at most the start of the hour before now,
+// so that the points of the hours still open (within the seal grace) that
+// arrive before the next heartbeat are always asked for. Only a late point
+// (an hour past its grace, older than the head held) can then go unasked
+// until this node's next heartbeat has been read: two heartbeats at most.
+// 0 when the local engine cannot tell.
+func (n *Node) headMin(now int64) int64 {
+	hm, ok := n.local.(headMinner)
+	if !ok {
+		return 0
+	}
+	const hourMs = int64(time.Hour / time.Millisecond)
+	bound := now - now%hourMs - hourMs
+	if t, ok := hm.HeadMinTime(); ok {
+		bound = min(bound, t)
+	}
+	return max(bound, 1) // 0 says "unknown"
 }
 
 // readRegistry reads every registration and the generation in one Scan and
@@ -104,7 +135,7 @@ func (n *Node) readRegistry(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := n.opts.Now()
 	n.mu.Lock()
 	old := map[uint16]Peer{}
 	for _, p := range n.peers {
@@ -116,7 +147,7 @@ func (n *Node) readRegistry(ctx context.Context) error {
 			continue
 		}
 		p := Peer{Writer: r.Writer, URL: r.Scheme + "://" + r.Addr, Heartbeat: r.Heartbeat,
-			HeadPoints: r.HeadPoints, HeadAt: r.HeadAt}
+			HeadPoints: r.HeadPoints, HeadAt: r.HeadAt, HeadMin: r.HeadMin}
 		switch o, ok := old[r.Writer]; {
 		case ok && o.Heartbeat == r.Heartbeat:
 			p.seen = o.seen // no beat since: its age grows on this node's clock

@@ -30,3 +30,34 @@ func (h *Head) Stats() Stats {
 	}
 	return st
 }
+
+// HeadMinTime returns a lower bound of every timestamp Snapshot can return
+// now: the hour (unix ms) of the oldest open or sealed-but-unwritten chunk;
+// ok is false when the head holds none. It visits every series, as Stats
+// does: a cluster node reports it in each heartbeat, so that the others
+// skip asking this head for time ranges that end before it (cluster/).
+func (h *Head) HeadMinTime() (minT int64, ok bool) {
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.RLock()
+		for _, s := range sh.m {
+			s.mu.Lock()
+			for _, c := range s.open {
+				if !ok || c.hour < minT {
+					minT, ok = c.hour, true
+				}
+			}
+			for _, c := range s.pending {
+				if len(c.pts) == 0 {
+					continue // a delete job
+				}
+				if m := min(c.hour, c.pts[0].T); !ok || m < minT {
+					minT, ok = m, true
+				}
+			}
+			s.mu.Unlock()
+		}
+		sh.mu.RUnlock()
+	}
+	return minT, ok
+}
