@@ -125,7 +125,12 @@ func newRollupMetrics(r prometheus.Registerer) *rollupMetrics {
 // rollupWriter computes and writes rollups. Only the flusher's goroutine
 // uses it (the Deleter's jobs run there too).
 type rollupWriter struct {
-	st        store.Store
+	st store.Store
+	// deferred is st when it can leave the rollup cells' durability to
+	// the WAL, as the data rows' (Flusher.deferred): written without a
+	// sync, made durable by the Sync before the WAL segments holding their
+	// points are truncated. Nil: every write is durable.
+	deferred  store.DeferredWriter
 	layout    rowkey.Layout
 	intervals []int64 // ms, increasing
 	log       *slog.Logger
@@ -139,6 +144,7 @@ func newRollupWriter(st store.Store, layout rowkey.Layout, o RollupOptions, log 
 		return nil
 	}
 	w := &rollupWriter{st: st, layout: layout, log: log, m: newRollupMetrics(r), cache: newDayCache(o.CacheBytes)}
+	w.deferred, _ = st.(store.DeferredWriter)
 	for _, iv := range o.Intervals {
 		w.intervals = append(w.intervals, iv.Milliseconds())
 	}
@@ -236,7 +242,14 @@ func (w *rollupWriter) writeGroup(ctx context.Context, rows []rollupRow, need ma
 	if err != nil {
 		return err
 	}
-	if err := w.st.Write(ctx, store.TableRollup, muts); err != nil {
+	write := w.st.Write
+	if w.deferred != nil {
+		// Recomputable: until the Sync that precedes the WAL's truncation,
+		// a crash replays the points, and the rows and their rollups are
+		// written again (TestRollupsDeferredCrash).
+		write = w.deferred.WriteDeferred
+	}
+	if err := write(ctx, store.TableRollup, muts); err != nil {
 		w.m.errors.Inc()
 		for _, d := range days {
 			w.cache.forget(d.key)

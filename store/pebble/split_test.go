@@ -26,8 +26,15 @@ import (
 // counter, then write a cell holding its value with WriteDeferred, and
 // Sync now and then; the file system is cloned as a crash would leave it
 // at random moments, with memtables small enough that Pebble also flushes
-// on its own.
+// on its own. Deferred writes of the data table (its own database) and of
+// the rollup table (the main one, beside the counter) both.
 func TestCrashDeferred(t *testing.T) {
+	for _, table := range []store.Table{store.TableData, store.TableRollup} {
+		t.Run(table.String(), func(t *testing.T) { crashDeferred(t, table) })
+	}
+}
+
+func crashDeferred(t *testing.T, table store.Table) {
 	fs := vfs.NewCrashableMem()
 	opts := testOptions()
 	opts.FS = fs
@@ -67,7 +74,7 @@ func TestCrashDeferred(t *testing.T) {
 					muts = append(muts, store.Mutation{Row: fmt.Appendf(nil, "w%d/%06d", w, i), Qualifier: []byte{byte(j)},
 						Value: fmt.Appendf(nil, "%d %s", n, strings.Repeat("x", 100))})
 				}
-				if err := s.WriteDeferred(ctx, store.TableData, muts); err != nil {
+				if err := s.WriteDeferred(ctx, table, muts); err != nil {
 					t.Error(err)
 					return
 				}
@@ -102,12 +109,12 @@ func TestCrashDeferred(t *testing.T) {
 		}
 		mu.Unlock()
 		clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(100), RNG: rng})
-		checkDeferredClone(t, clone, round, want)
+		checkDeferredClone(t, clone, table, round, want)
 	}
 	stopWriters()
 }
 
-func checkDeferredClone(t *testing.T, fs *vfs.MemFS, round int, synced map[int]int) {
+func checkDeferredClone(t *testing.T, fs *vfs.MemFS, table store.Table, round int, synced map[int]int) {
 	t.Helper()
 	opts := testOptions()
 	opts.FS = fs
@@ -126,7 +133,7 @@ func checkDeferredClone(t *testing.T, fs *vfs.MemFS, round int, synced map[int]i
 		counter = int64(binary.BigEndian.Uint64(cs[0].Value))
 	}
 	rows := map[int]map[int]int{} // writer → write → cells
-	err = s.Scan(ctx, store.TableData, []store.KeyRange{{}}, func(c store.Cell) bool {
+	err = s.Scan(ctx, table, []store.KeyRange{{}}, func(c store.Cell) bool {
 		var w, i int
 		var n int64
 		if _, err := fmt.Sscanf(string(c.Row), "w%d/%d", &w, &i); err != nil {

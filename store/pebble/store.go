@@ -152,8 +152,9 @@ func (s *Store) Write(ctx context.Context, t store.Table, muts []store.Mutation)
 
 // WriteDeferred is Write without durability on return
 // (store.DeferredWriter): a batch of the data table goes to its memtable
-// alone, durable at the next Sync or memtable flush. Batches of the other
-// tables are written as by Write.
+// alone, durable at the next Sync or memtable flush; a batch of another
+// table (the rollups) goes to the main WAL without a sync, durable at the
+// next Sync or synced Write.
 func (s *Store) WriteDeferred(ctx context.Context, t store.Table, muts []store.Mutation) error {
 	return s.write(ctx, t, muts, true)
 }
@@ -198,6 +199,13 @@ func (s *Store) write(ctx context.Context, t store.Table, muts []store.Mutation,
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if db == s.db && deferred {
+		if err := b.Commit(pebbledb.NoSync); err != nil {
+			return fmt.Errorf("store/pebble: write %s: %w", t, err)
+		}
+		s.unsynced.Add(1) // after the commit: the next syncMain covers it
+		return nil
 	}
 	if db == s.db {
 		n := s.unsynced.Load()
