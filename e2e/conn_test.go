@@ -156,8 +156,16 @@ func TestConnCap(t *testing.T) {
 		c.Close()
 	}
 	open = nil
-	// /metrics itself needs a place: wait for the telnet ones to go.
-	time.Sleep(200 * time.Millisecond)
+	// /metrics itself needs a place: wait (bounded) for the telnet ones to go.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, _, _, err := tryDo("GET", s.url, "/metrics", "", nil)
+		if err == nil && code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics still refused 10 s after every connection closed: %d %v", code, err)
+		}
+	}
 	if n := metricValue(t, s, `hourglass_connections_rejected_total{reason="max_connections"}`); n < 1 {
 		t.Fatalf("rejected connections counted: %v", n)
 	}
