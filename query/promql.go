@@ -131,6 +131,11 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err := q.load(ctx, out, start, end); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
+	if rc, pd := rateCallFor(ctx, hints, ms); rc != nil { // promql_rate.go
+		if set, ok := q.selectRate(ctx, rc, pd, hints, out); ok {
+			return set
+		}
+	}
 	if ot, ok := overTimeFor(ctx, hints); ok {
 		for _, s := range out {
 			s.ot = &ot
@@ -430,12 +435,13 @@ func (q *promQuerier) Close() error {
 type promSeriesSet struct {
 	series []*promSeries
 	i      int
+	warn   annotations.Annotations
 }
 
 func (s *promSeriesSet) Next() bool                        { s.i++; return s.i < len(s.series) }
 func (s *promSeriesSet) At() storage.Series                { return s.series[s.i] }
 func (s *promSeriesSet) Err() error                        { return nil }
-func (s *promSeriesSet) Warnings() annotations.Annotations { return nil }
+func (s *promSeriesSet) Warnings() annotations.Annotations { return s.warn }
 
 type promSeries struct {
 	lbls       labels.Labels
@@ -444,6 +450,8 @@ type promSeries struct {
 	start, end int64
 	ot         *overTime    // not nil: folded by window (promql_pushdown.go)
 	ls         *lastPerStep // not nil: thinned to the last sample per step (same)
+	pre        []ratePoint  // with rated: the results computed (promql_rate.go)
+	rated      bool
 }
 
 func (s *promSeries) Labels() labels.Labels { return s.lbls }
@@ -455,6 +463,14 @@ func (s *promSeries) Labels() labels.Labels { return s.lbls }
 func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 	if s.cells != nil && s.cells.hasHist() { // hook: histogram.go
 		return newPromHistIterator(s)
+	}
+	if s.rated {
+		it, ok := reuse.(*preIterator[int64])
+		if !ok {
+			it = &preIterator[int64]{}
+		}
+		*it = preIterator[int64]{pushed: pushed{s: s}, pre: s.pre}
+		return it
 	}
 	if s.ot != nil {
 		it, ok := reuse.(*foldIterator[int64])

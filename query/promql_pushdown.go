@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -61,17 +62,21 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	if !safe {
 		return ctx
 	}
-	return context.WithValue(ctx, pushdownKey{}, &pushdown{
-		span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at,
-	})
+	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at}
+	if pd.step > 0 && !at {
+		pd.rates = rateCalls(ctx, es.Expr) // promql_rate.go
+	}
+	return context.WithValue(ctx, pushdownKey{}, pd)
 }
 
 // pushdown is what PromPushdown marks a context with: the query's
 // evaluation times (its span end − start and its step), and whether a
-// selector has an @ modifier, which evaluates it at other times.
+// selector has an @ modifier, which evaluates it at other times; and the
+// rate calls Select may compute (promql_rate.go).
 type pushdown struct {
 	span, step int64
 	at         bool
+	rates      map[*labels.Matcher]*rateCall
 }
 
 // The range functions folded here.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,9 +31,10 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 	ctx := context.Background()
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 		EnableAtModifier: true, EnableNegativeOffset: true})
-	funcs := []string{"avg_over_time", "sum_over_time", "min_over_time", "max_over_time", "last_over_time", "count_over_time"}
+	funcs := []string{"avg_over_time", "sum_over_time", "min_over_time", "max_over_time", "last_over_time", "count_over_time",
+		"rate", "increase", "delta"}
 	ranges := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, time.Hour, 90 * time.Minute}
-	folded := 0
+	folded, rated := 0, 0
 	for seed := range uint64(2) {
 		env := openEquiv(t, seed)
 		addStale(t, env)
@@ -80,16 +83,21 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 				return eng.NewRangeQuery(ctx, qy, opts, expr, time.UnixMilli(start), time.UnixMilli(end), step)
 			}
 			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+			var stmt parser.Statement
 			got := runQuery(t, mk, func(q promql.Query) context.Context {
-				pc := PromPushdown(ctx, q.Statement())
+				stmt = q.Statement()
+				pc := PromPushdown(ctx, stmt)
 				if pc.Value(pushdownKey{}) != nil && step < rng && step != 0 {
 					return pc // overlapping: Select must not fold
 				}
-				if pc.Value(pushdownKey{}) != nil && fn != "count_over_time" {
+				if _, ok := foldFuncs[fn]; ok && pc.Value(pushdownKey{}) != nil {
 					folded++
 				}
 				return pc
 			})
+			if strings.Contains(stmt.String(), "max_over_time") && !strings.Contains(expr, "max_over_time") {
+				rated++ // computed by Select (promql_rate.go), the call rewritten
+			}
 			if got != want {
 				t.Fatalf("seed %d case %d: %s, [%d, %d] step %s:\nfolded   %s\nunfolded %s", seed, n, expr, start, end, step, got, want)
 			}
@@ -97,6 +105,10 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 	}
 	if folded < 50 {
 		t.Fatalf("only %d of the queries could fold", folded)
+	}
+	t.Logf("%d folded, %d rated", folded, rated)
+	if rated < 20 {
+		t.Fatalf("only %d of the queries had their rates computed by Select", rated)
 	}
 }
 
@@ -130,7 +142,12 @@ func runQuery(t *testing.T, mk func() (promql.Query, error), ctxFor func(promql.
 	default:
 		t.Fatalf("answer of type %T", res.Value)
 	}
-	return out
+	var ws []string
+	for _, w := range res.Warnings {
+		ws = append(ws, w.Error())
+	}
+	slices.Sort(ws)
+	return out + strings.Join(ws, "\n")
 }
 
 // promDur writes d as PromQL does.

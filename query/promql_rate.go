@@ -1,0 +1,331 @@
+package query
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// rate, increase and delta computed in the querier. The engine evaluates
+// rate(x[5m]) at 1 m steps by copying, at every step, the window's samples
+// out of its buffered iterator and walking all of them for counter resets:
+// each sample is handled five times, and its ring, slice and the walk cost
+// far more than decoding it. The windows overlap, so folding one sample per
+// window (promql_pushdown.go) does not apply; instead, once a selector's
+// samples are loaded, Select computes the function at every step itself,
+// from the samples in memory (a sliding window; the resets found once),
+// with the engine's arithmetic operation for operation, and rewrites the
+// call to max_over_time(x[step]): the engine then reads one sample per
+// step, the value computed, and returns it as it is (the metric name
+// dropped, as rate drops it). The engine's info for a rate over a name
+// that does not look like a counter is given by the series set.
+//
+// PromPushdown marks the calls that qualify: a range query's rate,
+// increase or delta over a plain selector (no @, no subquery, no anchored
+// or smoothed modifier, whole-millisecond range and offset), no
+// max_source_resolution. Select rewrites a call only when every series it
+// selected holds floats alone; with histograms the engine evaluates it as
+// written. The rewrite happens while the engine populates the selectors,
+// before it evaluates any; a statement whose call was rewritten must not
+// be executed again.
+
+// rateCall is a call PromPushdown found that Select may compute.
+type rateCall struct {
+	call            *parser.Call
+	sel             *parser.MatrixSelector
+	rng             int64         // the range, ms
+	rngDur          time.Duration // the range as the engine divides by it
+	counter, isRate bool
+	name            string // the function
+}
+
+// rateFuncs are the functions computed here: whether the samples are a
+// counter, and whether the result is per second.
+var rateFuncs = map[string][2]bool{
+	"rate":     {true, true},
+	"increase": {true, false},
+	"delta":    {false, false},
+}
+
+// rateCalls returns the calls of e that Select may compute, by the first
+// label matcher of their selector, which the engine passes to Select as
+// it is.
+func rateCalls(ctx context.Context, e parser.Expr) map[*labels.Matcher]*rateCall {
+	if maxSourceResolution(ctx) > 0 {
+		return nil
+	}
+	var out map[*labels.Matcher]*rateCall
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		c, ok := n.(*parser.Call)
+		if !ok || len(c.Args) != 1 {
+			return nil
+		}
+		kind, ok := rateFuncs[c.Func.Name]
+		if !ok {
+			return nil
+		}
+		ms, ok := c.Args[0].(*parser.MatrixSelector)
+		if !ok {
+			return nil
+		}
+		vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+		if !ok || vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed || len(vs.LabelMatchers) == 0 ||
+			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.Offset%time.Millisecond != 0 || vs.Offset != vs.OriginalOffset {
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == rollupMarker {
+				return nil
+			}
+		}
+		if out == nil {
+			out = map[*labels.Matcher]*rateCall{}
+		}
+		out[vs.LabelMatchers[0]] = &rateCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
+			counter: kind[0], isRate: kind[1], name: c.Func.Name}
+		return nil
+	})
+	return out
+}
+
+// rateCallFor returns the call whose selector has the matchers ms, if
+// PromPushdown marked ctx with one, with the query's steps.
+func rateCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*rateCall, *pushdown) {
+	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
+	if pd == nil || len(pd.rates) == 0 || len(ms) == 0 || hints == nil || pd.step <= 0 || pd.span < 0 {
+		return nil, nil
+	}
+	rc := pd.rates[ms[0]]
+	if rc == nil || rc.call.Func.Name != rc.name {
+		return nil, nil // not marked, or already rewritten
+	}
+	return rc, pd
+}
+
+// selectRate computes rc at every step for the series of ss (loaded over
+// the hinted range: the first step's window to the last step) and rewrites
+// the call; false (nothing done) when a series holds histograms.
+func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown, hints *storage.SelectHints, ss []*promSeries) (storage.SeriesSet, bool) {
+	for _, s := range ss {
+		if s.cells != nil && s.cells.hasHist() {
+			return nil, false
+		}
+	}
+	steps := stepTimes{r0: hints.End - pd.span, step: pd.step, end: hints.End}
+	workers := min(runtime.GOMAXPROCS(0), (len(ss)+63)/64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var rw rateWorker
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ss) {
+					return
+				}
+				if i%64 == 0 {
+					if err := ctx.Err(); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				if err := rw.series(ss[i], rc, steps); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return storage.ErrSeriesSet(err), true
+		}
+	}
+	for _, s := range ss {
+		s.rated = true
+	}
+	set := &promSeriesSet{series: ss, i: -1}
+	if rc.counter {
+		set.warn = rateInfo(rc, ss)
+	}
+	// The engine evaluates max_over_time(x[step]) instead: one sample per
+	// window, at its end.
+	rc.call.Func = parser.Functions["max_over_time"]
+	rc.sel.Range = time.Duration(pd.step) * time.Millisecond
+	return set, true
+}
+
+// rateInfo is the engine's info for rate and increase over a series whose
+// name does not end as a counter's does (and that has a result).
+func rateInfo(rc *rateCall, ss []*promSeries) annotations.Annotations {
+	var a annotations.Annotations
+	for _, s := range ss {
+		if len(s.pre) == 0 {
+			continue
+		}
+		name := s.lbls.Get(labels.MetricName)
+		if name != "" && !strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+			!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+			a.Add(annotations.NewPossibleNonCounterInfo(name, rc.sel.PositionRange()))
+		}
+	}
+	return a
+}
+
+// stepTimes is the ends of a selector's windows: r0, r0+step, ... up to end.
+type stepTimes struct{ r0, step, end int64 }
+
+// ratePoint is one step's result.
+type ratePoint struct {
+	t int64
+	f float64
+}
+
+// rateWorker computes series one after the other with its buffers.
+type rateWorker struct {
+	raw    rawPoints
+	ts     []int64
+	fs     []float64
+	resets []int // i: fs[i] < fs[i-1]
+}
+
+// series computes rc over s's samples at each step into s.pre.
+func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
+	s.pre = nil
+	if !w.raw.reset(s) {
+		return nil
+	}
+	ts, fs, resets := w.ts[:0], w.fs[:0], w.resets[:0]
+	for w.raw.raw() {
+		if w.raw.inBlk {
+			b := &w.raw.blk
+			for j := w.raw.bi; j < len(b.T); j++ {
+				if f := b.Float(j); !value.IsStaleNaN(f) {
+					ts, fs = append(ts, b.T[j]), append(fs, f)
+				}
+			}
+			w.raw.inBlk = false
+			continue
+		}
+		if f := w.raw.p.v.Float(); !value.IsStaleNaN(f) {
+			ts, fs = append(ts, w.raw.p.t), append(fs, f)
+		}
+		w.raw.one = false
+	}
+	if err := w.raw.p.err; err != nil {
+		return corruptSeries(s.entry, err)
+	}
+	if rc.counter {
+		for i := 1; i < len(fs); i++ {
+			if fs[i] < fs[i-1] {
+				resets = append(resets, i)
+			}
+		}
+	}
+	w.ts, w.fs, w.resets = ts, fs, resets
+	var out []ratePoint
+	lo, hi, ri := 0, 0, 0
+	for r := st.r0; r <= st.end; r += st.step {
+		for hi < len(ts) && ts[hi] <= r {
+			hi++
+		}
+		for lo < hi && ts[lo] <= r-rc.rng {
+			lo++
+		}
+		if hi-lo < 2 {
+			continue
+		}
+		for ri < len(resets) && resets[ri] <= lo {
+			ri++
+		}
+		if out == nil {
+			out = make([]ratePoint, 0, int((st.end-r)/st.step)+1)
+		}
+		out = append(out, ratePoint{t: r, f: rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)})
+	}
+	s.pre = out
+	return nil
+}
+
+// extrapolate is the engine's extrapolatedRate for floats without start
+// timestamps (promql/functions.go), over the window's samples ts, fs (at
+// least two) ending at r; resets are the counter resets from the window's
+// on, as indexes of the series' samples, of which the window's first is
+// off.
+func (rc *rateCall) extrapolate(ts []int64, fs []float64, resets []int, off int, r int64) float64 {
+	n := len(fs) - 1
+	firstT, lastT := ts[0], ts[n]
+	resultFloat := fs[n] - fs[0]
+	if rc.counter {
+		for _, i := range resets {
+			if i-off > n {
+				break
+			}
+			resultFloat += fs[i-off-1]
+		}
+	}
+	rangeStart, rangeEnd := r-rc.rng, r
+	durationToStart := float64(firstT-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-lastT) / 1000
+	sampledInterval := float64(lastT-firstT) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(n)
+	extrapolationThreshold := averageDurationBetweenSamples * 1.1
+	if durationToStart >= extrapolationThreshold {
+		durationToStart = averageDurationBetweenSamples / 2
+	}
+	if rc.counter {
+		durationToZero := durationToStart
+		if resultFloat > 0 && fs[0] >= 0 {
+			durationToZero = sampledInterval * (fs[0] / resultFloat)
+		}
+		if durationToZero < durationToStart {
+			durationToStart = durationToZero
+		}
+	}
+	if durationToEnd >= extrapolationThreshold {
+		durationToEnd = averageDurationBetweenSamples / 2
+	}
+	factor := 1.0
+	if sampledInterval != 0 {
+		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+	}
+	if rc.isRate {
+		factor /= rc.rngDur.Seconds()
+	}
+	return resultFloat * factor
+}
+
+// preIterator is a chunkenc.Iterator over a series' computed results.
+type preIterator[T ~int64] struct {
+	pushed
+	pre []ratePoint
+	i   int
+}
+
+func (it *preIterator[T]) Next() chunkenc.ValueType {
+	if it.i >= len(it.pre) {
+		it.state = iterDone
+		return chunkenc.ValNone
+	}
+	it.t, it.f, it.state = it.pre[it.i].t, it.pre[it.i].f, iterAt
+	it.i++
+	return chunkenc.ValFloat
+}
+
+func (it *preIterator[T]) Seek(t T) chunkenc.ValueType { return it.seek(int64(t), it.Next) }
+
+var _ chunkenc.Iterator = (*preIterator[int64])(nil)
