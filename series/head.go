@@ -43,7 +43,7 @@ type Options struct {
 	Grace time.Duration
 	// LateGrace and LateMaxPoints bound the late chunks, which gather the
 	// points of hours already past their grace (late.go). Defaults 10 s
-	// and 500,000 points.
+	// and 4,000,000 points (raw points, 24 bytes each: about 100 MB).
 	LateGrace     time.Duration
 	LateMaxPoints int64
 	// WAL configures the write-ahead log; WAL.Dir is required.
@@ -83,7 +83,7 @@ func DefaultOptions() Options {
 		ChunkMaxPoints:    chunk.DefaultMaxPoints,
 		Grace:             10 * time.Minute,
 		LateGrace:         10 * time.Second,
-		LateMaxPoints:     500_000,
+		LateMaxPoints:     4_000_000,
 		WAL:               wal.DefaultOptions(),
 		WALMaxBytes:       1 << 30,
 		SweepInterval:     time.Second,
@@ -198,6 +198,7 @@ type memSeries struct {
 	lastDay    uint32
 	lastAppend int64 // wall clock, unix ms
 	lastPts    int   // points of the series' last sealed in-time chunk: the next one's capacity
+	lastLate   int   // points of the series' last sealed late chunk: the next late one's capacity
 	sealAt     int   // points at which an in-time chunk seals (Options.ChunkSpread)
 	gone       bool  // forgotten by forgetIdle: appenders must look the series up again
 
@@ -590,7 +591,7 @@ func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now
 	if i < len(s.open) && s.open[i].hour == hour {
 		oc = s.open[i]
 	} else {
-		oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts)
+		oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts, s.lastLate)
 		s.open = append(s.open, nil)
 		copy(s.open[i+1:], s.open[i:])
 		s.open[i] = oc
@@ -641,6 +642,8 @@ func (h *Head) sealLocked(s *memSeries, oc *openChunk) *sealedChunk {
 	h.latePoints.Add(-oc.lateN)
 	if !oc.late {
 		s.lastPts = oc.length()
+	} else {
+		s.lastLate = oc.length()
 	}
 	sc := &sealedChunk{s: s, hour: oc.hour, pts: SortDedup(oc.thaw()), minSeg: oc.minSeg}
 	s.pending = append(s.pending, sc)

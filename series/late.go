@@ -28,11 +28,14 @@ const FoldSlack = 4
 // chunk's, at most -chunk-max-points) up to freezeAt, the raw points it
 // gathers before they are frozen (head_frozen.go): a steady feed then
 // fills it without regrowing it.
-func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64, lastPts int) *openChunk {
+// A late chunk starts with room for lastLate points (the series' last late
+// chunk's, at most -chunk-max-points), at least one: late points that come
+// one per row keep late chunks small, a backfill (a late chunk of every
+// hour, each filled) fills each without regrowing it.
+func (h *Head) newOpenChunk(hour int64, seg int, maxT, now int64, lastPts, lastLate int) *openChunk {
 	end := hour + rowkey.HourMs + h.opts.Grace.Milliseconds()
 	if end <= max(maxT, now) {
-		// Late points may come one per row: start small, append grows it.
-		return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, 1), late: true,
+		return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, max(1, min(lastLate, h.opts.ChunkMaxPoints))), late: true,
 			pinned: end <= maxT, deadline: now + h.opts.LateGrace.Milliseconds()}
 	}
 	return &openChunk{hour: hour, minSeg: seg, pts: make([]chunk.Point, 0, min(freezeAt, max(16, min(lastPts, h.opts.ChunkMaxPoints))))}
