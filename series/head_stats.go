@@ -5,25 +5,33 @@ import "hourglass/model"
 // Stats are figures for /api/stats and the status page (model.Stats).
 type Stats = model.Stats
 
-// Stats returns current figures.
-func (h *Head) Stats() Stats {
-	var st Stats
+// eachSeries calls f with every series of the head, under its shard's read
+// lock and its own lock.
+func (h *Head) eachSeries(f func(s *memSeries)) {
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.RLock()
-		st.Series += len(sh.m)
 		for _, s := range sh.m {
 			s.mu.Lock()
-			for _, c := range s.open {
-				st.PointsInHead += c.length()
-			}
-			for _, c := range s.pending {
-				st.PointsInHead += len(c.pts)
-			}
+			f(s)
 			s.mu.Unlock()
 		}
 		sh.mu.RUnlock()
 	}
+}
+
+// Stats returns current figures.
+func (h *Head) Stats() Stats {
+	var st Stats
+	h.eachSeries(func(s *memSeries) {
+		st.Series++
+		for _, c := range s.open {
+			st.PointsInHead += c.length()
+		}
+		for _, c := range s.pending {
+			st.PointsInHead += len(c.pts)
+		}
+	})
 	st.IndexSeries = h.index.Len()
 	if h.log != nil {
 		st.WALBytes = h.log.Size()
@@ -37,27 +45,20 @@ func (h *Head) Stats() Stats {
 // does: a cluster node reports it in each heartbeat, so that the others
 // skip asking this head for time ranges that end before it (cluster/).
 func (h *Head) HeadMinTime() (minT int64, ok bool) {
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.RLock()
-		for _, s := range sh.m {
-			s.mu.Lock()
-			for _, c := range s.open {
-				if !ok || c.hour < minT {
-					minT, ok = c.hour, true
-				}
+	h.eachSeries(func(s *memSeries) {
+		for _, c := range s.open {
+			if !ok || c.hour < minT {
+				minT, ok = c.hour, true
 			}
-			for _, c := range s.pending {
-				if len(c.pts) == 0 {
-					continue // a delete job
-				}
-				if m := min(c.hour, c.pts[0].T); !ok || m < minT {
-					minT, ok = m, true
-				}
-			}
-			s.mu.Unlock()
 		}
-		sh.mu.RUnlock()
-	}
+		for _, c := range s.pending {
+			if len(c.pts) == 0 {
+				continue // a delete job
+			}
+			if m := min(c.hour, c.pts[0].T); !ok || m < minT {
+				minT, ok = m, true
+			}
+		}
+	})
 	return minT, ok
 }
