@@ -219,7 +219,9 @@ func (d *Deleter) run(ctx context.Context, job *deleteJob) error {
 			tsuids = append(tsuids, tsuid)
 		}
 	}
+	d.head.hist.writeMu.Lock() // hook: histogram_flush.go; no histogram flush writes meanwhile
 	n, err := d.deleteFromStore(ctx, tsuids, job.start, job.end)
+	d.head.hist.writeMu.Unlock()
 	job.cells += n
 	if err == nil && d.head.fl.rollups != nil {
 		// Hook (rollup_delete.go): the rollups of the range follow the raw rows.

@@ -77,3 +77,27 @@ func SetRawReadGroup(n int) func() {
 	rawReadGroup = n
 	return func() { rawReadGroup = old }
 }
+
+// SetHistFlushHooks sets the hooks of the histogram flush: afterTake runs
+// once a flush took a buffer's samples, afterRead once it read the row
+// (the histogram write lock held). Set them before the flush runs.
+func (db *DB) SetHistFlushHooks(afterTake, afterRead func()) {
+	db.Head.hist.hooks.Store(&histHooks{afterTake: afterTake, afterRead: afterRead})
+}
+
+// HistCuts counts the delete ranges the histogram buffers hold for the
+// flushes writing them (flushHistBuf).
+func (db *DB) HistCuts() int {
+	hh := &db.Head.hist
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	n := 0
+	for _, m := range hh.bufs {
+		for _, b := range m {
+			b.mu.Lock()
+			n += len(b.cuts)
+			b.mu.Unlock()
+		}
+	}
+	return n
+}

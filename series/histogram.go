@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/histogram"
 
@@ -59,8 +60,9 @@ type histBuf struct {
 	s      *memSeries
 	hour   int64
 	pts    []chunk.HistPoint
-	segs   []int // the WAL segment of each sample
-	taken  int   // samples a flush is writing (the first taken of pts)
+	segs   []int      // the WAL segment of each sample
+	taken  int        // samples a flush is writing (the first taken of pts)
+	cuts   [][2]int64 // ranges deleted while a flush was writing them
 	mu     sync.Mutex
 	minSeg int
 }
@@ -69,6 +71,17 @@ type histBuf struct {
 type histHead struct {
 	mu   sync.Mutex
 	bufs map[Labels]map[int64]*histBuf
+	// writeMu orders the writes of histogram cells: a flush holds it from
+	// reading the row's cell to writing it, a delete job (Deleter.run)
+	// while it rewrites the store, so neither writes over the other.
+	writeMu sync.Mutex
+	hooks   atomic.Pointer[histHooks]
+}
+
+// histHooks are test hooks (export_test.go) into a histogram flush: after
+// it took a buffer's samples, and after it read the row (writeMu held).
+type histHooks struct {
+	afterTake, afterRead func()
 }
 
 func (hh *histHead) buf(s *memSeries, hour int64) *histBuf {
