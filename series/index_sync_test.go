@@ -361,8 +361,10 @@ func TestAppendDuringOutage(t *testing.T) {
 	}
 
 	// The outage ends: the flusher catches up and writes are taken again,
-	// new series included; every acknowledged point is readable.
+	// new series included; every acknowledged point is readable. (A bound
+	// of its own: the flusher's backoff may have reached 5 s.)
 	st.set(false, false)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		err, perr := append1(MakeLabels("m", []Tag{{Key: "host", Value: "new"}}), syncT0+3000)
 		if err == nil && perr == nil {
