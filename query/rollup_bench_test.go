@@ -114,7 +114,7 @@ func buildRollBench(b *testing.B, dir string) *rollBenchEnv {
 	if err := env.Pebble.Compact(ctx); err != nil {
 		b.Fatal(err)
 	}
-	reader := &query.StoreRollups{Store: env.Store, Layout: env.Layout, Ivs: []int64{3_600_000}}
+	reader := &query.StoreRollups{Store: env.Store, Layout: env.Layout, Ivs: []int64{3_600_000}, Index: env.Index}
 	eng := query.NewEngine(env.DB.Head, env.Index, env.Store, env.Layout, query.Limits{})
 	eng.SetRollups(reader, nil)
 	end := rollBenchStart + int64(steps)*rollBenchStep.Milliseconds() - 1

@@ -19,6 +19,10 @@ type StoreRollups struct {
 	Store  store.Store
 	Layout rowkey.Layout
 	Ivs    []int64 // the rollup intervals (ms), ascending
+	// Index, when set, tells a read of most of a metric's series (at
+	// least half of those with data in the range), which reads the
+	// metric's key ranges whole (rollup.ScanDense), from one of a few.
+	Index *series.Index
 }
 
 // Intervals returns the rollup intervals.
@@ -26,9 +30,13 @@ func (s *StoreRollups) Intervals() []int64 { return s.Ivs }
 
 // ReadBuckets reads the computed buckets of entries (see RollupReader).
 func (s *StoreRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, fn func(int, *rollup.Bucket) error) error {
+	scan := rollup.Scan
+	if s.dense(entries, start, end) {
+		scan = rollup.ScanDense
+	}
 	return s.bySalt(ctx, entries, func(ctx context.Context, tsuids [][]byte, idx []int) error {
 		var err error
-		scanErr := rollup.Scan(ctx, s.Store, s.Layout, iv, tsuids, start, end, func(j int, b *rollup.Bucket) bool {
+		scanErr := scan(ctx, s.Store, s.Layout, iv, tsuids, start, end, func(j int, b *rollup.Bucket) bool {
 			err = fn(idx[j], b)
 			return err == nil
 		})
@@ -37,6 +45,24 @@ func (s *StoreRollups) ReadBuckets(ctx context.Context, entries []*series.Entry,
 		}
 		return scanErr
 	})
+}
+
+// dense reports whether entries are, for every metric they belong to, at
+// least half of the series the index has with data in [start, end).
+func (s *StoreRollups) dense(entries []*series.Entry, start, end int64) bool {
+	if s.Index == nil || len(entries) == 0 {
+		return false
+	}
+	asked := map[string]int{}
+	for _, en := range entries {
+		asked[en.Labels.Metric()]++
+	}
+	for metric, n := range asked {
+		if all := len(s.Index.Select(metric, nil, false, start, end-1)); 2*n < all {
+			return false
+		}
+	}
+	return true
 }
 
 // ReadExternal reads the points of aggregator agg written through

@@ -90,7 +90,12 @@ func storeMemRollups(t *testing.T, env *equivEnv, m *memRollups) *StoreRollups {
 	if err := env.st.Write(context.Background(), store.TableRollup, muts); err != nil {
 		t.Fatal(err)
 	}
-	return &StoreRollups{Store: env.st, Layout: env.layout, Ivs: m.ivs}
+	sr := &StoreRollups{Store: env.st, Layout: env.layout, Ivs: m.ivs, Index: env.eng.index}
+	// The requests select every series of m: read by metric ranges.
+	if !sr.dense(env.entries, env.first, env.last+1) || sr.dense(env.entries[:1], env.first, env.last+1) {
+		t.Fatal("StoreRollups.dense: every series of the metric is not dense, or one of several is")
+	}
+	return sr
 }
 
 func (m *memRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, fn func(int, *rollup.Bucket) error) error {
@@ -114,8 +119,8 @@ func (m *memRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, i
 // data in which the head still holds the last hours and late points over
 // the store's (the split query), with every aggregator buckets answer,
 // fill policies, rates and groups. The last seed reads the buckets from
-// the store's rollup table (StoreRollups, which skips the fields a
-// downsampling function does not need), the others from memory.
+// the store's rollup table (StoreRollups, reading each metric's key ranges
+// whole), the others from memory.
 func TestRollupRunMatchesRaw(t *testing.T) {
 	ctx := context.Background()
 	specs := []string{"10m-avg", "20m-sum", "30m-max-nan", "1h-avg", "1h-sum-zero", "2h-avg", "3h-count-null", "1h-min",

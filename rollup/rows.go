@@ -106,8 +106,22 @@ var maxExactRows int64 = 4096
 // series. fn returning false stops the scan without error. A cell that
 // does not decode is an error naming its row (errors.Is ErrCorrupt).
 func Scan(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn func(i int, b *Bucket) bool) error {
+	return scanBuckets(ctx, st, l, intervalMs, tsuids, start, end, maxExactRows, fn)
+}
+
+// ScanDense is Scan for tsuids that are most of their metrics' series (a
+// dashboard's tag=*): it reads each metric's key range in each salt bucket
+// whole and skips the rows of series not asked for, one seek per range
+// instead of one per row named.
+func ScanDense(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn func(i int, b *Bucket) bool) error {
+	return scanBuckets(ctx, st, l, intervalMs, tsuids, start, end, 0, fn)
+}
+
+// scanBuckets is Scan naming rows one by one up to maxExact rows per metric
+// and salt bucket.
+func scanBuckets(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end, maxExact int64, fn func(i int, b *Bucket) bool) error {
 	var it Iterator
-	return ScanCells(ctx, st, l, intervalMs, tsuids, start, end, func(i int, day int64, q Qualifier, v []byte) (bool, error) {
+	return scanCells(ctx, st, l, intervalMs, tsuids, start, end, maxExact, func(i int, day int64, q Qualifier, v []byte) (bool, error) {
 		if q.Agg != 0 {
 			return true, nil
 		}
@@ -153,6 +167,10 @@ func ScanExternal(ctx context.Context, st store.Store, l rowkey.Layout, interval
 // whose day meets [start, end) and calls fn for each of their cells,
 // computed and external, in row and qualifier order.
 func ScanCells(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn CellFunc) error {
+	return scanCells(ctx, st, l, intervalMs, tsuids, start, end, maxExactRows, fn)
+}
+
+func scanCells(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end, maxExact int64, fn CellFunc) error {
 	if err := ValidateInterval(intervalMs); err != nil {
 		return err
 	}
@@ -173,7 +191,7 @@ func ScanCells(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs 
 	}
 	sort.Ints(salts)
 	for _, s := range salts {
-		if more, err := scanSalt(ctx, st, l, byte(s), intervalMs, tsuids, bySalt[byte(s)], start, end, fn); err != nil || !more {
+		if more, err := scanSalt(ctx, st, l, byte(s), intervalMs, tsuids, bySalt[byte(s)], start, end, maxExact, fn); err != nil || !more {
 			return err
 		}
 	}
@@ -182,7 +200,7 @@ func ScanCells(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs 
 
 // scanSalt is ScanCells for the series idx, all in salt bucket salt. It
 // returns false when fn stopped the scan.
-func scanSalt(ctx context.Context, st store.Store, l rowkey.Layout, salt byte, intervalMs int64, tsuids [][]byte, idx []int, start, end int64, fn CellFunc) (bool, error) {
+func scanSalt(ctx context.Context, st store.Store, l rowkey.Layout, salt byte, intervalMs int64, tsuids [][]byte, idx []int, start, end, maxExact int64, fn CellFunc) (bool, error) {
 	d0, d1 := RowBase(start), RowBase(end-1)
 	days := (d1-d0)/RowSpanMs + 1
 	byTSUID := make(map[string]int, len(idx))
@@ -194,7 +212,7 @@ func scanSalt(ctx context.Context, st store.Store, l rowkey.Layout, salt byte, i
 	}
 	var ranges []store.KeyRange
 	for m, ids := range metrics {
-		if int64(len(ids))*days > maxExactRows {
+		if int64(len(ids))*days > maxExact {
 			var kr store.KeyRange
 			kr.Start, kr.End = MetricRange(l, salt, []byte(m), intervalMs, d0, d1)
 			ranges = append(ranges, kr)

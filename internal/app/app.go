@@ -272,7 +272,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	engine.RegisterMetrics(reg)
 	if ivs := rollupIntervalsMs(cfg.Rollup); len(ivs) > 0 {
 		// Downsampled queries read the rollups where exact (query/rollup.go).
-		engine.SetRollups(&query.StoreRollups{Store: st, Layout: layout, Ivs: ivs}, reg)
+		engine.SetRollups(&query.StoreRollups{Store: st, Layout: layout, Ivs: ivs, Index: index}, reg)
 	}
 	cfg.API.SnapshotDir = filepath.Join(cfg.DataDir, "snapshots")
 	deps := apiDeps(db, index, st, uids, layout, ingest.NewWriter(db.Head, cfg.Ingest), engine)
