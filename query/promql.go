@@ -450,8 +450,8 @@ type promSeries struct {
 	start, end int64
 	ot         *overTime    // not nil: folded by window (promql_pushdown.go)
 	ls         *lastPerStep // not nil: thinned to the last sample per step (same)
-	pre        []ratePoint  // with rated: the results computed (promql_rate.go)
-	rated      bool
+	pre        []ratePoint  // with computed: its samples computed ahead (promql_rate.go)
+	computed   bool
 }
 
 func (s *promSeries) Labels() labels.Labels { return s.lbls }
@@ -464,7 +464,7 @@ func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 	if s.cells != nil && s.cells.hasHist() { // hook: histogram.go
 		return newPromHistIterator(s)
 	}
-	if s.rated {
+	if s.computed {
 		it, ok := reuse.(*preIterator[int64])
 		if !ok {
 			it = &preIterator[int64]{}

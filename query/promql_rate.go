@@ -122,41 +122,12 @@ func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown
 		}
 	}
 	steps := stepTimes{r0: hints.End - pd.span, step: pd.step, end: hints.End}
-	workers := min(runtime.GOMAXPROCS(0), (len(ss)+63)/64)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var rw rateWorker
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ss) {
-					return
-				}
-				if i%64 == 0 {
-					if err := ctx.Err(); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-				if err := rw.series(ss[i], rc, steps); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return storage.ErrSeriesSet(err), true
-		}
+	err := eachSeries(ctx, ss, func(w *rateWorker, s *promSeries) error { return w.series(s, rc, steps) })
+	if err != nil {
+		return storage.ErrSeriesSet(err), true
 	}
 	for _, s := range ss {
-		s.rated = true
+		s.computed = true
 	}
 	set := &promSeriesSet{series: ss, i: -1}
 	if rc.counter {
@@ -184,6 +155,46 @@ func rateInfo(rc *rateCall, ss []*promSeries) annotations.Annotations {
 		}
 	}
 	return a
+}
+
+// eachSeries calls fn for every series of ss, on up to GOMAXPROCS
+// goroutines (a goroutine per 64 series at most), each with its own W; it
+// returns the first error, or ctx's once it is done.
+func eachSeries[W any](ctx context.Context, ss []*promSeries, fn func(w *W, s *promSeries) error) error {
+	workers := min(runtime.GOMAXPROCS(0), (len(ss)+63)/64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w W
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ss) {
+					return
+				}
+				if i%64 == 0 {
+					if err := ctx.Err(); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+				if err := fn(&w, ss[i]); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stepTimes is the ends of a selector's windows: r0, r0+step, ... up to end.
