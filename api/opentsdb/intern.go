@@ -96,13 +96,23 @@ func recentHash(b []byte) uint32 {
 // instead of a name-by-name parse and check. An entry holds only what
 // depends on those bytes and the Limits: a hit may skip every check of the
 // names. Bounded like the interner. Not safe for concurrent use.
+//
+// Clients send their series in the same order request after request (a
+// collector's loop): each entry remembers the one looked up after it last
+// time (next), and get tries that one first, a comparison of the key's
+// bytes instead of hashing them and probing the map.
 type seriesCache struct {
 	m      map[string]*seriesEntry
 	bytes  int
 	limits Limits // the limits the entries were validated under
+	gen    uint64 // bumped when m starts again: older entries are not predicted
+	prev   *seriesEntry
 }
 
 type seriesEntry struct {
+	key    string         // as in the map
+	gen    uint64         // the cache's gen when it was made
+	next   *seriesEntry   // the entry looked up after this one last time
 	metric string         // "" where the key holds the tags alone
 	tags   []Tag          // decoded, a repeated pair collapsed, in the order sent
 	valid  bool           // every name is valid (the /api/put tags cache keeps others too)
@@ -122,7 +132,23 @@ func (c *seriesCache) get(key []byte, l Limits) *seriesEntry {
 	if c.m == nil || c.limits != l {
 		return nil
 	}
-	return c.m[string(key)]
+	if p := c.prev; p != nil && p.next != nil && p.next.gen == c.gen && p.next.key == string(key) {
+		c.prev = p.next
+		return p.next
+	}
+	e := c.m[string(key)]
+	if e != nil {
+		c.follow(e)
+	}
+	return e
+}
+
+// follow records that e was looked up (or added) after the previous one.
+func (c *seriesCache) follow(e *seriesEntry) {
+	if c.prev != nil && c.prev.gen == c.gen {
+		c.prev.next = e
+	}
+	c.prev = e
 }
 
 // put remembers metric and a copy of tags under key, and returns the entry
@@ -136,10 +162,14 @@ func (c *seriesCache) put(key []byte, l Limits, metric string, tags []Tag, valid
 	}
 	if c.m == nil || c.limits != l || len(c.m) >= seriesCacheMaxEntries || c.bytes+size > seriesCacheMaxBytes {
 		c.m, c.bytes, c.limits = make(map[string]*seriesEntry, 256), 0, l
+		c.gen++
+		c.prev = nil
 	}
-	e := &seriesEntry{metric: metric, tags: append([]Tag(nil), tags...), valid: valid}
-	c.m[string(key)] = e
+	k := string(key)
+	e := &seriesEntry{key: k, gen: c.gen, metric: metric, tags: append([]Tag(nil), tags...), valid: valid}
+	c.m[k] = e
 	c.bytes += size
+	c.follow(e)
 	return e
 }
 
