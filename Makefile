@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 60s
 
-.PHONY: test race vet bench fuzz crash crash-100 soak build
+.PHONY: test race vet bench fuzz crash crash-100 soak build rollup-bench
 
 build:
 	$(GO) build -o hourglass ./cmd/hourglass
@@ -47,3 +47,13 @@ SOAK_DURATION ?= 10m
 SOAK_MEASURE ?= 60s
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) SOAK_MEASURE=$(SOAK_MEASURE) loadtest/soak.sh
+
+# Issue 13's rollup benchmark at its scale (loadtest/rollup.sh): 5,000
+# series x 30 days at ROLLUP_INTERVAL backfilled with rollups and again
+# without, the server restarted, the 1h-avg dashboard query from rollups
+# and with ROLLUP_RAW, ingest CPU and disk of both; every process under
+# ulimit -v 4000000. 60s: ~10 minutes a backfill here (docs/benchmarks.md).
+ROLLUP_OUT ?= /tmp/hourglass-rollup-bench
+ROLLUP_INTERVAL ?= 60s
+rollup-bench:
+	INTERVAL=$(ROLLUP_INTERVAL) RAW=1 loadtest/rollup.sh $(ROLLUP_OUT)
