@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -91,15 +92,7 @@ func readHistSeries(s *promSeries) ([]histSample, error) {
 		add(hp)
 	}
 	// Stable: among samples of one timestamp the last appended wins.
-	slices.SortStableFunc(out, func(a, b histSample) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b histSample) int { return cmp.Compare(a.t, b.t) })
 	k := 0
 	for i := range out {
 		if k > 0 && out[k-1].t == out[i].t {

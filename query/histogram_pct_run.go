@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -32,22 +33,13 @@ type BucketKey struct {
 // compareBucketKeys is OpenTSDB's HistogramBucket order: the underflow,
 // the regular buckets by Low then High, the overflow.
 func compareBucketKeys(a, b BucketKey) int {
-	if a.Kind != b.Kind {
-		return int(a.Kind) - int(b.Kind)
+	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+		return c
 	}
-	if a.Low != b.Low {
-		if a.Low < b.Low {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.Low, b.Low); c != 0 {
+		return c
 	}
-	switch {
-	case a.High < b.High:
-		return -1
-	case a.High > b.High:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.High, b.High)
 }
 
 // pctAcc sums histograms bucket by bucket, as OpenTSDB's SimpleHistogram

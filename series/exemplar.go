@@ -216,18 +216,12 @@ func (h *Head) Exemplars(l Labels, start, end int64) []Exemplar {
 // the retention, as the points; each is counted in
 // hourglass_exemplars_dropped_total); the error means none was (the WAL).
 func (h *Head) AppendExemplars(ctx context.Context, samples []ExemplarSample, req *Request) (int, error) {
-	if h.closed.Load() {
-		return 0, ErrClosed
-	}
-	if p := h.fatal.Load(); p != nil {
-		return 0, *p
+	if err := h.admit(); err != nil {
+		return 0, err
 	}
 	series := make([]*memSeries, len(samples))
 	ok := 0
-	cutoff := int64(math.MinInt64)
-	if h.opts.Retention > 0 {
-		cutoff = retentionCutoff(h.opts.Now(), h.opts.Retention)
-	}
+	cutoff := h.retentionFloor()
 	for i := range samples {
 		if samples[i].Exemplar.T < cutoff {
 			h.exemplars.dropped.WithLabelValues("out_of_retention").Inc()
@@ -321,26 +315,16 @@ func readExemplar(b []byte) (Exemplar, []byte, bool) {
 
 // decodeExemplars reads an exemplars entry (after its type byte).
 func decodeExemplars(rec []byte, on func(ref uint64, e Exemplar) error) ([]byte, error) {
-	cnt, n := binary.Uvarint(rec)
-	if n <= 0 || cnt > uint64(len(rec)) {
-		return nil, fmt.Errorf("%w: exemplar count", ErrBadRecord)
-	}
-	rec = rec[n:]
-	for range cnt {
-		ref, n := binary.Uvarint(rec)
-		if n <= 0 {
-			return nil, fmt.Errorf("%w: exemplar ref", ErrBadRecord)
-		}
-		e, rest, ok := readExemplar(rec[n:])
+	return decodeRefRecord(rec, "exemplar", func(ref uint64, rec []byte) ([]byte, error) {
+		e, rest, ok := readExemplar(rec)
 		if !ok {
 			return nil, fmt.Errorf("%w: exemplar", ErrBadRecord)
 		}
-		rec = rest
 		if on != nil {
 			if err := on(ref, e); err != nil {
 				return nil, err
 			}
 		}
-	}
-	return rec, nil
+		return rest, nil
+	})
 }

@@ -424,17 +424,8 @@ func tsuidOf(ctx context.Context, l Labels, id func(ctx context.Context, dst []b
 // a new series over a limit of limits.go, req counting the request's); the
 // others are stored. A non-nil return means nothing may be acknowledged.
 func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error, req *Request) error {
-	if h.closed.Load() {
-		return ErrClosed
-	}
-	if p := h.fatal.Load(); p != nil {
-		return *p
-	}
-	// Hook: while the store's writes fail (a Bigtable outage), the WAL holds
-	// everything; past its bound, refuse writes (503, clients retry) rather
-	// than fill the disk. What the WAL acknowledged stays.
-	if h.fl.Failing() && h.log.Size() > h.opts.WALMaxBytes {
-		return fmt.Errorf("%w: writes to the store are failing and the WAL holds %d bytes", store.ErrUnavailable, h.log.Size())
+	if err := h.admit(); err != nil { // append_admit.go
+		return err
 	}
 	var series []*memSeries
 	if req != nil { // the request's scratch, kept from one batch to the next
@@ -444,10 +435,7 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 		series = make([]*memSeries, len(samples))
 	}
 	ok := 0
-	cutoff := int64(math.MinInt64)
-	if h.opts.Retention > 0 {
-		cutoff = retentionCutoff(h.opts.Now(), h.opts.Retention)
-	}
+	cutoff := h.retentionFloor()
 	for i := range samples {
 		if samples[i].T < cutoff {
 			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, samples[i].T, cutoff)
@@ -481,15 +469,7 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	h.applyMu.RLock()
 	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
 		seg = segment
-		h.inflightMu.Lock()
-		h.inflight[segment]++
-		h.inflightMu.Unlock()
-		for _, s := range series {
-			if s != nil && s.walSeg != segment {
-				buf = appendSeriesDef(buf, s.ref, s.labels)
-				s.walSeg = segment
-			}
-		}
+		buf = h.walSeries(segment, buf, series) // append_admit.go
 		buf = appendSamplesHeader(buf, ok)
 		var prev int64
 		for i, s := range series {
@@ -505,13 +485,7 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 		h.applyMu.RUnlock()
 		// A write that the log could cut off again leaves it usable: the
 		// batch is refused and clients retry. A dead log stops writes.
-		h.inflightMu.Lock()
-		if seg != 0 {
-			if h.inflight[seg]--; h.inflight[seg] == 0 {
-				delete(h.inflight, seg)
-			}
-		}
-		h.inflightMu.Unlock()
+		h.segApplied(seg)
 		if h.log.Err() != nil {
 			return h.failed(fmt.Errorf("series: writing the wal: %w", err))
 		}
@@ -532,11 +506,7 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 		}
 	}
 	h.applyMu.RUnlock()
-	h.inflightMu.Lock()
-	if h.inflight[seg]--; h.inflight[seg] == 0 {
-		delete(h.inflight, seg)
-	}
-	h.inflightMu.Unlock()
+	h.segApplied(seg)
 	h.m.points.Add(float64(ok))
 	if late > 0 && h.addLate(late) {
 		h.sealLateEarly()

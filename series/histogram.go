@@ -1,6 +1,7 @@
 package series
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -108,7 +109,7 @@ func (hh *histHead) add(s *memSeries, p chunk.HistPoint, seg int) {
 	b := hh.buf(s, rowkey.HourOf(p.T))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i, found := slices.BinarySearchFunc(b.pts[b.taken:], p.T, func(q chunk.HistPoint, t int64) int { return cmpInt(q.T, t) })
+	i, found := slices.BinarySearchFunc(b.pts[b.taken:], p.T, func(q chunk.HistPoint, t int64) int { return cmp.Compare(q.T, t) })
 	i += b.taken
 	if found {
 		b.pts[i], b.segs[i] = p, seg
@@ -116,16 +117,6 @@ func (hh *histHead) add(s *memSeries, p chunk.HistPoint, seg int) {
 		b.pts, b.segs = slices.Insert(b.pts, i, p), slices.Insert(b.segs, i, seg)
 	}
 	b.minSeg = min(b.minSeg, seg)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lowWater lowers low to the oldest WAL segment holding a sample of a
@@ -154,7 +145,7 @@ func (hh *histHead) snapshot(l Labels, start, end int64) []chunk.HistPoint {
 		}
 	}
 	hh.mu.Unlock()
-	slices.SortFunc(bufs, func(a, b *histBuf) int { return cmpInt(a.hour, b.hour) })
+	slices.SortFunc(bufs, func(a, b *histBuf) int { return cmp.Compare(a.hour, b.hour) })
 	var out []chunk.HistPoint
 	for _, b := range bufs {
 		b.mu.Lock()
@@ -180,19 +171,10 @@ func (h *Head) HistSnapshot(l Labels, start, end int64) []chunk.HistPoint {
 // invalid histogram, a series over a limit, a time past the retention); the
 // returned error means none was stored.
 func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs []error, req *Request) error {
-	if h.closed.Load() {
-		return ErrClosed
+	if err := h.admit(); err != nil {
+		return err
 	}
-	if p := h.fatal.Load(); p != nil {
-		return *p
-	}
-	if h.fl.Failing() && h.log.Size() > h.opts.WALMaxBytes {
-		return fmt.Errorf("%w: writes to the store are failing and the WAL holds %d bytes", store.ErrUnavailable, h.log.Size())
-	}
-	cutoff := int64(math.MinInt64)
-	if h.opts.Retention > 0 {
-		cutoff = retentionCutoff(h.opts.Now(), h.opts.Retention)
-	}
+	cutoff := h.retentionFloor()
 	series := make([]*memSeries, len(samples))
 	encoded := make([][]byte, len(samples))
 	ok := 0
@@ -254,29 +236,11 @@ func (h *Head) walApply(series []*memSeries, entry func(buf []byte) []byte, appl
 	h.applyMu.RLock()
 	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
 		seg = segment
-		h.inflightMu.Lock()
-		h.inflight[segment]++
-		h.inflightMu.Unlock()
-		for _, s := range series {
-			if s != nil && s.walSeg != segment {
-				buf = appendSeriesDef(buf, s.ref, s.labels)
-				s.walSeg = segment
-			}
-		}
-		return entry(buf)
+		return entry(h.walSeries(segment, buf, series))
 	})
-	done := func() {
-		h.inflightMu.Lock()
-		if seg != 0 {
-			if h.inflight[seg]--; h.inflight[seg] == 0 {
-				delete(h.inflight, seg)
-			}
-		}
-		h.inflightMu.Unlock()
-	}
 	if err != nil {
 		h.applyMu.RUnlock()
-		done()
+		h.segApplied(seg)
 		if h.log.Err() != nil {
 			return h.failed(fmt.Errorf("series: writing the wal: %w", err))
 		}
@@ -284,7 +248,7 @@ func (h *Head) walApply(series []*memSeries, entry func(buf []byte) []byte, appl
 	}
 	apply(seg, h.opts.Now().UnixMilli())
 	h.applyMu.RUnlock()
-	done()
+	h.segApplied(seg)
 	if err := h.log.Commit(pos); err != nil {
 		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
@@ -319,17 +283,7 @@ func (h *Head) histAdd(s *memSeries, p chunk.HistPoint, seg int, now int64) {
 // decodeHistograms reads a histograms entry (after its type byte) and
 // calls on for each sample; it returns the rest of the record.
 func decodeHistograms(rec []byte, on func(ref uint64, p chunk.HistPoint) error) ([]byte, error) {
-	cnt, n := binary.Uvarint(rec)
-	if n <= 0 || cnt > uint64(len(rec)) {
-		return nil, fmt.Errorf("%w: histogram count", ErrBadRecord)
-	}
-	rec = rec[n:]
-	for range cnt {
-		ref, n1 := binary.Uvarint(rec)
-		if n1 <= 0 {
-			return nil, fmt.Errorf("%w: histogram ref", ErrBadRecord)
-		}
-		rec = rec[n1:]
+	return decodeRefRecord(rec, "histogram", func(ref uint64, rec []byte) ([]byte, error) {
 		t, n2 := binary.Varint(rec)
 		if n2 <= 0 {
 			return nil, fmt.Errorf("%w: histogram timestamp", ErrBadRecord)
@@ -349,6 +303,32 @@ func decodeHistograms(rec []byte, on func(ref uint64, p chunk.HistPoint) error) 
 			if err := on(ref, pts[0]); err != nil {
 				return nil, err
 			}
+		}
+		return rec, nil
+	})
+}
+
+// decodeRefRecord reads a WAL entry of the form
+//
+//	count:uvarint (ref:uvarint body)*count
+//
+// (after its type byte), as the histograms and exemplars entries are:
+// body reads one body from the front of rec and returns the rest; what
+// names the entry in errors. It returns the rest of the record.
+func decodeRefRecord(rec []byte, what string, body func(ref uint64, rec []byte) ([]byte, error)) ([]byte, error) {
+	cnt, n := binary.Uvarint(rec)
+	if n <= 0 || cnt > uint64(len(rec)) {
+		return nil, fmt.Errorf("%w: %s count", ErrBadRecord, what)
+	}
+	rec = rec[n:]
+	for range cnt {
+		ref, n := binary.Uvarint(rec)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: %s ref", ErrBadRecord, what)
+		}
+		var err error
+		if rec, err = body(ref, rec[n:]); err != nil {
+			return nil, err
 		}
 	}
 	return rec, nil

@@ -18,9 +18,9 @@ import (
 
 // histogramBatch appends the points of one request.
 type histogramBatch struct {
-	hb   *ingest.HistBatch
-	errs []error // by point
-	at   []int   // the point of each sample added to hb
+	hb *ingest.HistBatch
+	outcomes
+	at []int // the point of each sample added to hb
 }
 
 func (s *writes) newHistogramBatch() *histogramBatch {
@@ -28,11 +28,7 @@ func (s *writes) newHistogramBatch() *histogramBatch {
 }
 
 func (b *histogramBatch) add(i int, hp *opentsdb.HistogramPoint, perr error) error {
-	for len(b.errs) <= i {
-		b.errs = append(b.errs, nil)
-	}
-	if perr != nil {
-		b.errs[i] = perr
+	if b.set(i, perr); perr != nil {
 		return perr
 	}
 	tags := toSeriesTags(nil, hp.Tags)
@@ -65,15 +61,12 @@ func (b *histogramBatch) commit(ctx context.Context) error {
 // -max-body-bytes and -max-decoded-bytes, a point's buckets by
 // -histogram-max-buckets.
 func (s *writes) handleHistogram(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
-	body, ok := s.readJSONBody(w, r)
+	summary, details, body, lim, ok := s.readBatch(w, r)
 	if !ok {
 		return
 	}
-	lim := s.writer.Limits()
 	b := s.newHistogramBatch()
-	err := opentsdb.ParseHistogramJSON(body, opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen}, s.cfg.HistogramMaxBuckets,
+	err := opentsdb.ParseHistogramJSON(body, lim, s.cfg.HistogramMaxBuckets,
 		func(i int, hp *opentsdb.HistogramPoint, perr error) error {
 			_ = b.add(i, hp, perr)
 			return nil
@@ -85,8 +78,36 @@ func (s *writes) handleHistogram(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	t := s.tallyPoints("opentsdb_histogram", b.errs, nil)
+	msg := "One or more data points had errors"
+	if len(t.errs) > 0 && t.errs[0].Message == opentsdb.ErrBinaryHistogram {
+		msg = opentsdb.ErrBinaryHistogram
+	}
+	writePointsReply(w, &t, summary, details, msg, "histogram")
+}
+
+// readBatch reads what a batch write endpoint (rollup, histogram) starts
+// from: its ?summary and ?details flags, its body (bounded as
+// readJSONBody bounds it; false: the error is answered), and the name
+// limits its points are checked against.
+func (s *writes) readBatch(w http.ResponseWriter, r *http.Request) (summary, details bool, body []byte, lim opentsdb.Limits, ok bool) {
+	q := r.URL.Query()
+	summary, details = opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
+	if body, ok = s.readJSONBody(w, r); !ok {
+		return
+	}
+	wl := s.writer.Limits()
+	return summary, details, body, opentsdb.Limits{MaxTags: wl.MaxTags, MaxNameLen: wl.MaxNameLen}, true
+}
+
+// tallyPoints counts the outcome of a batch write (rollup, histogram) as
+// /api/put does: a nil error a success, any other a failure listed (up to
+// -put-max-errors) as the *PointError it is or holds, else as one made of
+// its message, with raws[i] (when raws is not nil) as point i's raw input;
+// and adds the counts to the endpoint's stored and rejected points.
+func (s *writes) tallyPoints(endpoint string, errs []error, raws map[int][]byte) putTally {
 	var t putTally
-	for i, e := range b.errs {
+	for i, e := range errs {
 		if e == nil {
 			t.success++
 			continue
@@ -96,15 +117,51 @@ func (s *writes) handleHistogram(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(e, &pe) {
 			pe = &opentsdb.PointError{Index: i, Message: e.Error()}
 		}
+		if raws != nil {
+			pe.Raw = raws[i]
+		}
 		t.addError(pe, s.cfg.PutMaxErrors)
 	}
-	s.host.Points("opentsdb_histogram", "stored").Add(float64(t.success))
-	s.host.Points("opentsdb_histogram", "rejected").Add(float64(t.failed))
-	msg := "One or more data points had errors"
-	if len(t.errs) > 0 && t.errs[0].Message == opentsdb.ErrBinaryHistogram {
-		msg = opentsdb.ErrBinaryHistogram
+	s.host.Points(endpoint, "stored").Add(float64(t.success))
+	s.host.Points(endpoint, "rejected").Add(float64(t.failed))
+	return t
+}
+
+// outcomes is each point's outcome in a batch write (rollup, histogram),
+// by point number.
+type outcomes struct{ errs []error }
+
+// set records point i's outcome.
+func (o *outcomes) set(i int, err error) {
+	for len(o.errs) <= i {
+		o.errs = append(o.errs, nil)
 	}
-	writePointsReply(w, &t, summary, details, msg, "histogram")
+	o.errs[i] = err
+}
+
+// pointErr is point i's outcome, after commit.
+func (o *outcomes) pointErr(i int) error { return o.errs[i] }
+
+// pointBatch is the batch of a write endpoint (rollup, histogram).
+type pointBatch interface {
+	commit(ctx context.Context) error // stores what was added; an error: nothing may be acknowledged
+	pointErr(i int) error             // point i's outcome, after commit
+}
+
+// telnetPoint answers a telnet write of one point (rollup, histogram)
+// that was added to b with the error addErr: "" once stored, else the
+// reply line "<verb>: illegal argument: …" or "<verb>: storage error: …".
+func telnetPoint(ctx context.Context, verb string, b pointBatch, addErr error) string {
+	if addErr != nil {
+		return verb + ": illegal argument: " + addErr.Error()
+	}
+	if err := b.commit(ctx); err != nil {
+		return verb + ": storage error: " + err.Error()
+	}
+	if err := b.pointErr(0); err != nil {
+		return verb + ": illegal argument: " + err.Error()
+	}
+	return ""
 }
 
 // writePointsReply answers a write of points as /api/put does: 204 when
@@ -142,14 +199,5 @@ func (s *writes) telnetHistogram(ctx context.Context, line []byte) string {
 		return err.Error()
 	}
 	b := s.newHistogramBatch()
-	if err := b.add(0, &hp, nil); err != nil {
-		return "histogram: illegal argument: " + err.Error()
-	}
-	if err := b.commit(ctx); err != nil {
-		return "histogram: storage error: " + err.Error()
-	}
-	if b.errs[0] != nil {
-		return "histogram: illegal argument: " + b.errs[0].Error()
-	}
-	return ""
+	return telnetPoint(ctx, "histogram", b, b.add(0, &hp, nil))
 }

@@ -50,7 +50,7 @@ type rollupBatch struct {
 	samples []RollupSample
 	index   []int // each sample's point number
 	tags    []model.Tag
-	errs    []error
+	outcomes
 }
 
 func (s *writes) newRollupBatch() *rollupBatch {
@@ -62,13 +62,10 @@ func (s *writes) newRollupBatch() *rollupBatch {
 // add takes point number i (rp nil: perr is its decoding error) and
 // returns its error if it is refused now.
 func (b *rollupBatch) add(i int, rp *opentsdb.RollupPoint, perr error) error {
-	for len(b.errs) <= i {
-		b.errs = append(b.errs, nil)
-	}
 	if perr == nil {
 		perr = b.route(i, rp)
 	}
-	b.errs[i] = perr
+	b.set(i, perr)
 	return perr
 }
 
@@ -156,16 +153,13 @@ func quoteName(s string) string {
 // -max-body-bytes and -max-decoded-bytes; ?details lists at most
 // -put-max-errors errors.
 func (s *writes) handleRollup(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	summary, details := opentsdb.HasFlag(q, "summary"), opentsdb.HasFlag(q, "details")
-	body, ok := s.readJSONBody(w, r)
+	summary, details, body, lim, ok := s.readBatch(w, r) // handler_histogram.go
 	if !ok {
 		return
 	}
-	lim := s.writer.Limits()
 	b := s.newRollupBatch()
 	raws := map[int][]byte{}
-	err := opentsdb.ParseRollup(body, opentsdb.Limits{MaxTags: lim.MaxTags, MaxNameLen: lim.MaxNameLen},
+	err := opentsdb.ParseRollup(body, lim,
 		func(i int, rp *opentsdb.RollupPoint, perr error) error {
 			if b.add(i, rp, perr) != nil && details && len(raws) < s.cfg.PutMaxErrors {
 				var pe *opentsdb.PointError
@@ -182,22 +176,7 @@ func (s *writes) handleRollup(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var t putTally
-	for i, e := range b.errs {
-		if e == nil {
-			t.success++
-			continue
-		}
-		t.failed++
-		pe, isPE := e.(*opentsdb.PointError)
-		if !isPE {
-			pe = &opentsdb.PointError{Index: i, Message: e.Error()}
-		}
-		pe.Raw = raws[i]
-		t.addError(pe, s.cfg.PutMaxErrors)
-	}
-	s.host.Points("opentsdb_rollup", "stored").Add(float64(t.success))
-	s.host.Points("opentsdb_rollup", "rejected").Add(float64(t.failed))
+	t := s.tallyPoints("opentsdb_rollup", b.errs, raws)                                       // handler_histogram.go
 	writePointsReply(w, &t, summary, details, "One or more data points had errors", "rollup") // handler_histogram.go
 }
 
@@ -210,14 +189,5 @@ func (s *writes) telnetRollup(ctx context.Context, line []byte) string {
 		return err.Error()
 	}
 	b := s.newRollupBatch()
-	if err := b.add(0, &rp, nil); err != nil {
-		return "rollup: illegal argument: " + err.Error()
-	}
-	if err := b.commit(ctx); err != nil {
-		return "rollup: storage error: " + err.Error()
-	}
-	if b.errs[0] != nil {
-		return "rollup: illegal argument: " + b.errs[0].Error()
-	}
-	return ""
+	return telnetPoint(ctx, "rollup", b, b.add(0, &rp, nil)) // handler_histogram.go
 }

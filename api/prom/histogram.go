@@ -67,21 +67,16 @@ func histogramError(what string, i int, limit bool, format string, args ...any) 
 // with a *HistogramError and no histogram.
 func (s *Series) HistogramSamples() iter.Seq2[HistogramSample, error] {
 	return func(yield func(HistogramSample, error) bool) {
-		num := 4 // prometheus.TimeSeries.histograms
-		if s.msg == MessageV2 {
-			num = 3
-		}
 		maxB := DefaultMaxHistogramBuckets
 		if s.dec != nil && s.dec.MaxHistogramBuckets > 0 {
 			maxB = s.dec.MaxHistogramBuckets
 		}
-		i := 0
-		eachField(s.raw, num, func(b []byte) bool {
+		// prometheus.TimeSeries.histograms is field 4, io.prometheus.write.v2's 3.
+		s.eachRepeated(4, 3, func(i int, b []byte) bool {
 			hs, err := parseHistogram(b, maxB)
 			if err != nil {
 				hs, err = HistogramSample{}, histogramError("histogram", i, isLimit(err), "%v", err)
 			}
-			i++
 			return yield(hs, err)
 		})
 	}
@@ -93,17 +88,13 @@ func (s *Series) HistogramSamples() iter.Seq2[HistogramSample, error] {
 // yielded (the slice is reused) and alias the body.
 func (s *Series) ExemplarSamples() iter.Seq2[Exemplar, error] {
 	return func(yield func(Exemplar, error) bool) {
-		num := 3 // prometheus.TimeSeries.exemplars
-		if s.msg == MessageV2 {
-			num = 4
-		}
 		maxR := DefaultMaxExemplarLabelRunes
 		if s.dec != nil && s.dec.MaxExemplarLabelRunes > 0 {
 			maxR = s.dec.MaxExemplarLabelRunes
 		}
-		i := 0
 		var ls []Label
-		eachField(s.raw, num, func(b []byte) bool {
+		// prometheus.TimeSeries.exemplars is field 3, io.prometheus.write.v2's 4.
+		s.eachRepeated(3, 4, func(i int, b []byte) bool {
 			var e Exemplar
 			var err error
 			ls, e, err = s.parseExemplar(ls[:0], b, maxR)
@@ -111,10 +102,25 @@ func (s *Series) ExemplarSamples() iter.Seq2[Exemplar, error] {
 				e = Exemplar{}
 				err = histogramError("exemplar", i, isLimit(err), "%v", err)
 			}
-			i++
 			return yield(e, err)
 		})
 	}
+}
+
+// eachRepeated calls f with the index and data of each occurrence of a
+// repeated message field of the series, field v1 in a 1.0 TimeSeries and
+// v2 in a 2.0 one, until f returns false.
+func (s *Series) eachRepeated(v1, v2 int, f func(i int, b []byte) bool) {
+	num := v1
+	if s.msg == MessageV2 {
+		num = v2
+	}
+	i := 0
+	eachField(s.raw, num, func(b []byte) bool {
+		ok := f(i, b)
+		i++
+		return ok
+	})
 }
 
 // eachField calls f with the data of every length-delimited field num of
