@@ -185,6 +185,18 @@ type histEnc struct {
 	layouts []hlayout
 	scrach  []int64
 	smap    []int
+	// Scratch kept by a HistEncoder from one chunk to the next.
+	pred, tpred intPredictor // intPass's and timePass's
+	body        []byte       // appendLayouts' runs
+}
+
+// HistEncoder appends histogram chunks as AppendHistograms does, keeping
+// its scratch (predictor state, layout runs, value buffers) from one chunk
+// to the next: for a caller that encodes many small chunks, as the head
+// does the one-sample chunks of its WAL entries. The zero value is ready
+// to use; it is not safe for concurrent use.
+type HistEncoder struct {
+	e histEnc
 }
 
 // AppendHistograms appends one histogram chunk holding pts to dst and
@@ -196,10 +208,20 @@ type histEnc struct {
 // round-trips: schema, zero threshold and count, count, sum (bit for bit),
 // spans as given, buckets, custom bounds and the counter-reset hint.
 func AppendHistograms(dst []byte, base int64, pts []HistPoint) ([]byte, error) {
+	var enc HistEncoder
+	return enc.Append(dst, base, pts)
+}
+
+// Append appends one histogram chunk holding pts to dst, as
+// AppendHistograms does.
+func (enc *HistEncoder) Append(dst []byte, base int64, pts []HistPoint) ([]byte, error) {
 	if err := checkHistPoints(base, pts); err != nil {
 		return dst, err
 	}
-	e := &histEnc{pts: pts, kind: histInt}
+	e := &enc.e
+	clear(e.layouts) // no span slices of the last chunk's histograms kept
+	e.pts, e.fhs, e.kind, e.runs, e.layouts = pts, nil, histInt, e.runs[:0], e.layouts[:0]
+	defer func() { e.pts, e.fhs = nil, nil }()
 	for i := range pts {
 		if pts[i].FH != nil {
 			e.kind = histFloatInt
@@ -263,7 +285,7 @@ func floatHistIntegral(h *histogram.FloatHistogram) bool {
 }
 
 func (e *histEnc) timePass(base int64, f func(r1, r2 int64)) {
-	var p intPredictor
+	p := &e.tpred
 	p.reset(1)
 	for i := range e.pts {
 		f(p.residuals(0, e.pts[i].T-base))
@@ -275,7 +297,8 @@ func (e *histEnc) timePass(base int64, f func(r1, r2 int64)) {
 // layout. It records the runs for the value passes.
 func (e *histEnc) appendLayouts(dst []byte) []byte {
 	var prev hlayout
-	var body []byte
+	body := e.body[:0]
+	defer func() { e.body = body[:0] }()
 	last := 0
 	for i := range e.pts {
 		l := layoutOf(&e.pts[i])
@@ -346,7 +369,7 @@ func (e *histEnc) floats(dst []int64, i int, conv func(float64) int64) []int64 {
 }
 
 func (e *histEnc) intPass(f func(j int, r1, r2 int64)) {
-	var p intPredictor
+	p := &e.pred
 	run := 0
 	for i := range e.pts {
 		if run < len(e.runs) && e.runs[run] == i {

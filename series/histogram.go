@@ -176,7 +176,14 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 	}
 	cutoff := h.retentionFloor()
 	series := make([]*memSeries, len(samples))
-	encoded := make([][]byte, len(samples))
+	// Every sample's one-sample chunk goes into one buffer, back to back
+	// (sample i's is enc[at[i][0]:at[i][1]]), by one encoder: one
+	// allocation a request rather than the growth of a fresh slice and
+	// fresh encoder scratch per sample.
+	enc := make([]byte, 0, 128*len(samples))
+	at := make([][2]int, len(samples))
+	one := make([]chunk.HistPoint, 1)
+	var he chunk.HistEncoder // its scratch serves every sample
 	ok := 0
 	for i := range samples {
 		smp := &samples[i]
@@ -184,11 +191,15 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, smp.T, cutoff)
 			continue
 		}
-		b, err := chunk.AppendHistograms(nil, rowkey.HourOf(smp.T), []chunk.HistPoint{{T: smp.T, H: smp.H, FH: smp.FH}})
-		if err != nil {
+		one[0] = chunk.HistPoint{T: smp.T, H: smp.H, FH: smp.FH}
+		from := len(enc)
+		var err error
+		if enc, err = he.Append(enc, rowkey.HourOf(smp.T), one); err != nil {
+			enc = enc[:from]
 			errs[i] = fmt.Errorf("%w: %v", errInvalidHistogram, err)
 			continue
 		}
+		at[i] = [2]int{from, len(enc)}
 		s, err := h.getOrCreateLimited(ctx, smp.Labels, req)
 		if err != nil {
 			if errors.Is(err, store.ErrUnavailable) {
@@ -197,7 +208,7 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 			errs[i] = err
 			continue
 		}
-		series[i], encoded[i] = s, b
+		series[i] = s
 		ok++
 	}
 	if ok == 0 {
@@ -212,8 +223,9 @@ func (h *Head) AppendHistograms(ctx context.Context, samples []HistSample, errs 
 			}
 			buf = binary.AppendUvarint(buf, s.ref)
 			buf = binary.AppendVarint(buf, samples[i].T)
-			buf = binary.AppendUvarint(buf, uint64(len(encoded[i])))
-			buf = append(buf, encoded[i]...)
+			b := enc[at[i][0]:at[i][1]]
+			buf = binary.AppendUvarint(buf, uint64(len(b)))
+			buf = append(buf, b...)
 		}
 		return buf
 	}, func(seg int, now int64) {
