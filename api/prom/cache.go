@@ -35,9 +35,19 @@ type cacheShard struct {
 }
 
 type cacheEntry struct {
-	labels []Label // sorted, aliasing the key; never changed once published
-	metric string
-	ref    atomic.Pointer[any] // the caller's, see Series.SetRef
+	labels    []Label // sorted, aliasing the key; never changed once published
+	metric    string
+	key       string              // as in the map
+	maxLabels int                 // the MaxLabels it was validated under
+	ref       atomic.Pointer[any] // the caller's, see Series.SetRef
+	// next is the entry a decoder looked up after this one last time
+	// (senders repeat their series in the same order): Decoder.lookup
+	// tries it first, comparing keys instead of hashing, locking a shard
+	// and probing its map. gone is set when the entry's shard forgets it;
+	// a gone entry is never predicted and its next is cleared, so what
+	// next pointers keep alive is bounded by the live entries.
+	next atomic.Pointer[cacheEntry]
+	gone atomic.Bool
 }
 
 // The default bounds of a SeriesCache, and its fixed ones.
@@ -95,13 +105,17 @@ func (c *SeriesCache) put(key string, maxLabels int, labels []Label, metric stri
 	}
 	// The caller's ref (its name of the series) is about as long as the key.
 	size := 2*len(key) + len(labels)*int(unsafe.Sizeof(Label{})) + seriesCacheOverhead
-	e := &cacheEntry{labels: slices.Clone(labels), metric: metric}
+	e := &cacheEntry{labels: slices.Clone(labels), metric: metric, key: key, maxLabels: maxLabels}
 	sh := c.shard(unsafe.Slice(unsafe.StringData(key), len(key)))
 	sh.mu.Lock()
 	full := sh.m != nil && (len(sh.m) >= c.shardEntries || sh.bytes+size > c.shardBy)
 	if sh.m == nil || sh.maxLabels != maxLabels || full {
 		if full {
 			c.resets.Add(1)
+		}
+		for _, old := range sh.m {
+			old.gone.Store(true)
+			old.next.Store(nil)
 		}
 		sh.m, sh.bytes, sh.maxLabels = make(map[string]*cacheEntry, min(256, c.shardEntries)), 0, maxLabels
 	}
@@ -137,7 +151,7 @@ func uvarintLen(n int) int {
 // from d.Cache if the key is known, else parsed, validated and, if
 // valid, remembered. It returns whether s came from the cache.
 func (d *Decoder) keyed(s *Series) bool {
-	if e := d.Cache.get(d.key, d.MaxLabels); e != nil {
+	if e := d.lookup(); e != nil {
 		s.Labels, s.Metric, s.nLabels, s.entry = e.labels, e.metric, len(e.labels), e
 		return true
 	}
@@ -155,9 +169,35 @@ func (d *Decoder) keyed(s *Series) bool {
 	}
 	d.finish(s)
 	if s.Err == nil {
-		s.entry = d.Cache.put(key, d.MaxLabels, d.labels, s.Metric)
+		if s.entry = d.Cache.put(key, d.MaxLabels, d.labels, s.Metric); s.entry != nil {
+			d.follow(s.entry)
+		}
 	}
 	return false
+}
+
+// lookup returns the cache's entry of d.key, nil if there is none: first
+// the entry that followed the previous series' last time, then the map.
+func (d *Decoder) lookup() *cacheEntry {
+	if p := d.prev; p != nil {
+		if n := p.next.Load(); n != nil && n.maxLabels == d.MaxLabels && n.key == string(d.key) && !n.gone.Load() {
+			d.prev = n
+			return n
+		}
+	}
+	e := d.Cache.get(d.key, d.MaxLabels)
+	if e != nil {
+		d.follow(e)
+	}
+	return e
+}
+
+// follow records that e came after the previous series of the request.
+func (d *Decoder) follow(e *cacheEntry) {
+	if p := d.prev; p != nil && !p.gone.Load() && p.next.Load() != e {
+		p.next.Store(e)
+	}
+	d.prev = e
 }
 
 // Ref returns what SetRef attached to the series, nil if nothing was (or

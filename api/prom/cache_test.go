@@ -192,3 +192,63 @@ func TestSeriesCacheSized(t *testing.T) {
 		t.Fatal("no reset counted when the bytes ran out")
 	}
 }
+
+// A decoder tries the entry that followed the previous series last time
+// before the map: it is used for the same key only, and never once its
+// shard has forgotten it (a tiny cache, emptied all the time).
+func TestSeriesCacheFollows(t *testing.T) {
+	var series, keys [][]byte
+	for i := range 6 {
+		lbls := [][2]string{{"__name__", "m"}, {"i", strconv.Itoa(i)}}
+		series = append(series, rawSeries(lbls, 1))
+		keys = append(keys, rawSeries(lbls, 0)) // the label fields alone: the key
+	}
+	orders := [][]int{{0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5}, {5, 0, 2, 1, 3, 4}, {0, 1, 2, 3, 4, 5}, {1, 0, 1, 0}}
+	for _, c := range []*SeriesCache{NewSeriesCache(), NewSeriesCacheSized(16, 1<<20)} {
+		d := &Decoder{Cache: c}
+		for round, order := range orders {
+			var parts [][]byte
+			for _, i := range order {
+				parts = append(parts, series[i])
+			}
+			body := rawV1(parts...)
+			want, _, _ := collectWith(t, &Decoder{}, MessageV1, body)
+			got, _, err := collectWith(t, d, MessageV1, body)
+			if err != nil || !sameDecoded(got, want) {
+				t.Fatalf("round %d: %v, %+v, want %+v", round, err, got, want)
+			}
+		}
+		if c.Resets() > 0 {
+			continue // entries come and go: nothing to say of next
+		}
+		a, b := c.get(keys[0], DefaultMaxLabels), c.get(keys[1], DefaultMaxLabels)
+		if a == nil || b == nil || a.next.Load() != b {
+			t.Fatalf("the entry of series 0 does not lead to series 1's: %v %v", a, b)
+		}
+	}
+	// An entry forgotten by its shard is not predicted.
+	c := NewSeriesCacheSized(64, 1<<20) // 4 entries a shard: series 0 and 1 fit whatever their shards
+	d := &Decoder{Cache: c}
+	body := rawV1(series[0], series[1])
+	collectWith(t, d, MessageV1, body)
+	collectWith(t, d, MessageV1, body)
+	a, b := c.get(keys[0], DefaultMaxLabels), c.get(keys[1], DefaultMaxLabels)
+	if a == nil || b == nil || a.next.Load() != b {
+		t.Fatalf("the entry of series 0 does not lead to series 1's: %v %v", a, b)
+	}
+	for i := 0; !a.gone.Load() || !b.gone.Load(); i++ { // until both shards were emptied
+		if i == 100_000 {
+			t.Fatal("the shards of series 0 and 1 were never emptied")
+		}
+		c.put("other-"+strconv.Itoa(i), DefaultMaxLabels, []Label{{"__name__", "m"}}, "m")
+	}
+	if !a.gone.Load() || !b.gone.Load() || a.next.Load() != nil {
+		t.Fatalf("forgotten entries: gone %v %v, next %v", a.gone.Load(), b.gone.Load(), a.next.Load())
+	}
+	a.next.Store(b) // as a decoder racing with the reset could leave it
+	d.prev, d.MaxLabels = a, DefaultMaxLabels
+	d.key = append(d.key[:0], keys[1]...)
+	if e := d.lookup(); e == b {
+		t.Fatal("a forgotten entry was predicted")
+	}
+}

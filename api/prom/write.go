@@ -221,7 +221,8 @@ type Decoder struct {
 	refs    []uint32
 	symbols []uint32 // 2.0: offset of each symbol's length in the body
 	body    []byte
-	key     []byte // the series' labels as Label fields: the cache's key
+	key     []byte      // the series' labels as Label fields: the cache's key
+	prev    *cacheEntry // the request's previous series' entry (cache.go)
 }
 
 // Decode checks that body is a well-formed msg (else a *MalformedError,
@@ -242,8 +243,8 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 	default:
 		return fmt.Errorf("%w: message %v", ErrUnsupportedContentType, msg)
 	}
-	d.body = body
-	defer func() { d.body = nil }()
+	d.body, d.prev = body, nil
+	defer func() { d.body, d.prev = nil, nil }()
 	if d.MaxLabels <= 0 {
 		d.MaxLabels = DefaultMaxLabels
 	}
