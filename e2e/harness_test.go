@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "hourglass")
-	args := []string{"build", "-o", binPath}
+	args := []string{"build", "-pgo=off", "-o", binPath} // PGO (cmd/hourglass/default.pgo) changes speed, not behaviour: not worth a second compile of every package here
 	if raceEnabled {
 		args = append(args, "-race")
 	}

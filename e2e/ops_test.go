@@ -96,7 +96,7 @@ func TestVersionFromBuildStamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "hourglass")
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "hourglass/cmd/hourglass")
+	build := exec.Command("go", "build", "-buildvcs=true", "-pgo=off", "-o", bin, "hourglass/cmd/hourglass")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
 	}

@@ -43,7 +43,7 @@ func toolBinary(t *testing.T, name string) string {
 			return
 		}
 		b.path = filepath.Join(dir, name)
-		out, err := exec.Command("go", "build", "-o", b.path, "hourglass/cmd/"+name).CombinedOutput()
+		out, err := exec.Command("go", "build", "-pgo=off", "-o", b.path, "hourglass/cmd/"+name).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("building %s: %v\n%s", name, err, out)
 		}
