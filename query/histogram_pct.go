@@ -90,7 +90,9 @@ func BucketMetric(metric string, b BucketKey) string {
 // -Infinity; the shortest digits that read back as f, in plain notation
 // with at least one digit after the point when 1e-3 <= |f| < 1e7 ("0.0",
 // "-0.0", "10.0", "99.9"), else in computerized scientific notation
-// ("1.0E7", "1.0E-4", "1.25E-5").
+// ("1.0E7", "1.0E-4", "1.25E-5"). Go's shortest digits are Java's except
+// for some subnormals, where Java keeps a second digit ("1.4E-45" for the
+// smallest float, "1.0E-45" here).
 func JavaFloat(f float32) string {
 	switch {
 	case f != f:

@@ -1,6 +1,11 @@
 package query
 
-import "testing"
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // TestSimplePercentile: OpenTSDB 2.4's SimpleHistogram.percentile, worked
 // by hand: the first bucket whose running count reaches p% of the total
@@ -46,4 +51,35 @@ func TestPercentileMetric(t *testing.T) {
 			t.Errorf("%v: %q, want %q", p, got, want)
 		}
 	}
+}
+
+// FuzzJavaFloat: JavaFloat's text reads back as the same float32 (Go
+// parses Java's "1.0E7" form), has a digit after its point, and uses the
+// plain form exactly when 1e-3 <= |f| < 1e7 (or f is 0).
+func FuzzJavaFloat(f *testing.F) {
+	for _, seed := range []uint32{0, 0x80000000, 0x3f800000, 0x4b189680, 0x3a83126f, 0x7f7fffff, 0x00000001, 0x7fc00000, 0x7f800000} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, bits uint32) {
+		v := math.Float32frombits(bits)
+		s := JavaFloat(v)
+		if v != v || math.IsInf(float64(v), 0) {
+			if s != "NaN" && s != "Infinity" && s != "-Infinity" {
+				t.Fatalf("JavaFloat(%v) = %q", v, s)
+			}
+			return
+		}
+		back, err := strconv.ParseFloat(s, 32)
+		if err != nil || float32(back) != v || math.Signbit(back) != math.Signbit(float64(v)) {
+			t.Fatalf("JavaFloat(%v) = %q reads back as %v (%v)", v, s, back, err)
+		}
+		mant, _, sci := strings.Cut(s, "E")
+		if _, frac, ok := strings.Cut(mant, "."); !ok || frac == "" {
+			t.Fatalf("JavaFloat(%v) = %q: no digit after the point", v, s)
+		}
+		a := math.Abs(float64(v))
+		if plain := a == 0 || (a >= 1e-3 && a < 1e7); plain == sci {
+			t.Fatalf("JavaFloat(%v) = %q: scientific form is %v", v, s, sci)
+		}
+	})
 }
