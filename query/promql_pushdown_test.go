@@ -125,19 +125,19 @@ func runQuery(t *testing.T, mk func() (promql.Query, error), ctxFor func(promql.
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	var out string
+	var out strings.Builder
 	switch v := res.Value.(type) {
 	case promql.Matrix:
 		for _, s := range v {
-			out += s.Metric.String()
+			out.WriteString(s.Metric.String())
 			for _, p := range s.Floats {
-				out += fmt.Sprintf(" %d:%x", p.T, math.Float64bits(p.F))
+				fmt.Fprintf(&out, " %d:%x", p.T, math.Float64bits(p.F))
 			}
-			out += "\n"
+			out.WriteString("\n")
 		}
 	case promql.Vector:
 		for _, s := range v {
-			out += fmt.Sprintf("%s %d:%x\n", s.Metric, s.T, math.Float64bits(s.F))
+			fmt.Fprintf(&out, "%s %d:%x\n", s.Metric, s.T, math.Float64bits(s.F))
 		}
 	default:
 		t.Fatalf("answer of type %T", res.Value)
@@ -147,7 +147,7 @@ func runQuery(t *testing.T, mk func() (promql.Query, error), ctxFor func(promql.
 		ws = append(ws, w.Error())
 	}
 	slices.Sort(ws)
-	return out + strings.Join(ws, "\n")
+	return out.String() + strings.Join(ws, "\n")
 }
 
 // promDur writes d as PromQL does.

@@ -80,7 +80,7 @@ func rateCalls(ctx context.Context, e parser.Expr) map[*labels.Matcher]*rateCall
 		}
 		vs, ok := ms.VectorSelector.(*parser.VectorSelector)
 		if !ok || vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed || len(vs.LabelMatchers) == 0 ||
-			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.Offset%time.Millisecond != 0 || vs.Offset != vs.OriginalOffset {
+			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.OriginalOffset%time.Millisecond != 0 {
 			return nil
 		}
 		for _, m := range vs.LabelMatchers {
