@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,8 +73,12 @@ type QueryConfig struct {
 	Label     string
 	// RequestTimeout bounds one query (default 2m).
 	RequestTimeout time.Duration
-	Progress       io.Writer
-	ProgressEvery  time.Duration
+	// RollupUsage is the OpenTSDB queries' rollupUsage (default
+	// ROLLUP_RAW: every point read raw, like for like with a peer that has
+	// no rollups; "-" sends none, so the server chooses).
+	RollupUsage   string
+	Progress      io.Writer
+	ProgressEvery time.Duration
 }
 
 // Query is one query as a kind makes it, in both dialects.
@@ -135,6 +140,9 @@ func MakeQuery(g *Generator, cfg *QueryConfig, kind string, i int) (Query, error
 		sub = map[string]any{"aggregator": "avg", "metric": gauge, "tags": map[string]string{"dc": "*"}, "downsample": durSpec(q.Step) + "-avg"}
 	default:
 		return Query{}, fmt.Errorf("unknown query kind %q (want one of %v)", kind, QueryKinds)
+	}
+	if u := cfg.RollupUsage; u != "-" {
+		sub["rollupUsage"] = cmp.Or(u, "ROLLUP_RAW")
 	}
 	body, err := json.Marshal(map[string]any{"start": q.Start, "end": q.End, "queries": []any{sub}})
 	if err != nil {

@@ -48,6 +48,14 @@ func TestMakeQuery(t *testing.T) {
 			if err := json.Unmarshal(q.OpenTSDB, &body); err != nil || body.Start != q.Start || body.End != q.End || len(body.Queries) != 1 {
 				t.Fatalf("OpenTSDB body %s: %v", q.OpenTSDB, err)
 			}
+			if u := body.Queries[0]["rollupUsage"]; u != "ROLLUP_RAW" {
+				t.Fatalf("rollupUsage %v, want ROLLUP_RAW by default (raw points, like for like)", u)
+			}
+			server := *cfg
+			server.RollupUsage = "-"
+			if free, _ := MakeQuery(g, &server, tc.kind, 3); strings.Contains(string(free.OpenTSDB), "rollupUsage") {
+				t.Fatalf("rollup usage \"-\" still sent one: %s", free.OpenTSDB)
+			}
 			again, _ := MakeQuery(g, cfg, tc.kind, 3)
 			if again.PromQL != q.PromQL || string(again.OpenTSDB) != string(q.OpenTSDB) {
 				t.Fatal("the same seed and number made another query")

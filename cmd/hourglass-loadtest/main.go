@@ -265,6 +265,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.TopK, "topk", 5, "k of the top-k query")
 	fs.Uint64Var(&cfg.Seed, "query-seed", 1, "seed of the queries' choice of hosts and metrics")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", 2*time.Minute, "time one query may take")
+	fs.StringVar(&cfg.RollupUsage, "rollup-usage", "ROLLUP_RAW", `rollupUsage of the OpenTSDB queries (ROLLUP_RAW reads every point raw, like for like with a peer without rollups; "-" sends none)`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
