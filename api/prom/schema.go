@@ -48,6 +48,18 @@ func (s *schema) spec(num int) *fieldSpec {
 func (s *schema) check(b []byte, base int) error {
 	off := 0
 	for off < len(b) {
+		// A Label's fields are all strings: any well-formed length-delimited
+		// field with a one-byte key is what the lookup below would accept
+		// (a listed string, or an unknown field skipped), so it is taken
+		// without one; anything else goes the long way, errors included.
+		if s == labelSchema {
+			if c := b[off]; c >= 8 && c < 0x80 && c&7 == wireLen {
+				if _, end := lenField(b, off+1); end >= 0 {
+					off = end
+					continue
+				}
+			}
+		}
 		num, typ, next := field(b, off)
 		if next < 0 {
 			return s.malformed(base+off, "bad field key")
