@@ -7,7 +7,9 @@
 # interleaved; the disk of the data table against the rollup table. With
 # RAW=1 the same backfill is written a second time with -rollup.intervals=
 # (rollups off) into its own directory, for the ingest CPU and disk cost.
-# SKIP_WRITE=1 queries the data set an earlier run left in OUTDIR.
+# SKIP_WRITE=1 queries the data set an earlier run left in OUTDIR; PROM=0
+# leaves out the PromQL form (at 5,000 series and 10 s its raw query passes
+# the default -prom-query-max-samples).
 # Every process runs under `ulimit -v $VMEM` (KiB).
 #
 #   loadtest/rollup.sh OUTDIR
@@ -15,7 +17,7 @@
 set -euo pipefail
 OUT=$1
 SERIES=${SERIES:-5000}; DAYS=${DAYS:-30}; INTERVAL=${INTERVAL:-60s}; ROUNDS=${ROUNDS:-3}
-RAW=${RAW:-0}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
+RAW=${RAW:-0}; PROM=${PROM:-1}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
 secs=${INTERVAL%s}
 case $INTERVAL in *m) secs=$(( ${INTERVAL%m} * 60 ));; esac
 STEPS=$(( DAYS * 86400 / secs ))
@@ -24,8 +26,8 @@ cd "$(dirname "$0")/.."
 go build -o "$OUT/hourglass" ./cmd/hourglass
 go build -o "$OUT/hourglass-loadtest" ./cmd/hourglass-loadtest
 ulimit -v "$VMEM"
-PID=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null || true' EXIT
+PID=; SPID=
+trap '[ -n "$SPID" ] && kill "$SPID" 2>/dev/null; [ -n "$PID" ] && kill "$PID" 2>/dev/null || true' EXIT
 
 start() { # name extra-flags...: starts the server on $OUT/data-name, sets ADDR and PID
   local d=$OUT/data-$1; shift
@@ -40,7 +42,7 @@ start() { # name extra-flags...: starts the server on $OUT/data-name, sets ADDR 
   [ -n "$ADDR" ] || { echo "server $d did not start" >&2; exit 1; }
   SPID=$(pgrep -P "$PID" -x hourglass || echo "$PID")
 }
-stop() { kill -TERM "$SPID"; wait "$PID" || true; PID=; }
+stop() { kill -TERM "$SPID"; wait "$PID" || true; PID=; SPID=; }
 
 write() { # name extra-flags...: the backfill, then a stop that settles every hour
   local name=$1; shift
@@ -60,8 +62,10 @@ if [ "$SKIP_WRITE" != 1 ]; then
 fi
 
 start rollup
+promflag=()
+[ "$PROM" = 1 ] || promflag=(-prom "")
 "$OUT/hourglass-loadtest" rollup -url "http://$ADDR" -pid "$SPID" -series "$SERIES" -interval "$INTERVAL" \
-  -steps "$STEPS" -start "$START" -rounds "$ROUNDS" -json "$OUT/query.json" | tee "$OUT/query.txt"
+  -steps "$STEPS" -start "$START" -rounds "$ROUNDS" "${promflag[@]}" -json "$OUT/query.json" | tee "$OUT/query.txt"
 stop
 echo "disk (du -sb, bytes): data set, data table (store/data), main database (store/ less store/data: rollup + uid + index + meta)" | tee "$OUT/disk.txt"
 for d in "$OUT"/data-*/; do
