@@ -1,10 +1,10 @@
 package chunk
 
 import (
-	"slices"
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"

@@ -65,7 +65,7 @@ type Peer struct {
 	// HeadPoints were in its head at HeadAt (unix ms); no point in its head
 	// was older than HeadMin at Heartbeat: see registration.
 	HeadPoints, HeadAt, HeadMin int64
-	seen               time.Time
+	seen                        time.Time
 }
 
 func nodeRow(w uint16) []byte {
