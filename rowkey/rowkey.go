@@ -72,15 +72,22 @@ func (l Layout) CheckTSUID(tsuid []byte) error {
 	return nil
 }
 
-// Salt returns the salt bucket of the series named by tsuid: FNV-1a of the
-// TSUID modulo the bucket count. It is part of the on-disk format: never change it.
+// Salt returns the salt bucket of the series named by tsuid: its Hash
+// modulo the bucket count. It is part of the on-disk format: never change it.
 func (l Layout) Salt(tsuid []byte) byte {
+	return byte(Hash(tsuid) % uint32(l.SaltBuckets))
+}
+
+// Hash is FNV-1a of a TSUID: the salt's hash (part of the on-disk format),
+// also used where a series needs a value of its own that every process
+// draws alike (series.Options.ChunkSpread).
+func Hash(tsuid []byte) uint32 {
 	h := uint32(2166136261)
 	for _, c := range tsuid {
 		h ^= uint32(c)
 		h *= 16777619
 	}
-	return byte(h % uint32(l.SaltBuckets))
+	return h
 }
 
 // HourOf returns the base hour, in ms, of the timestamp t (ms).

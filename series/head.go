@@ -741,7 +741,7 @@ func (h *Head) sealAt(tsuid []byte) int {
 	if h.opts.ChunkSpread <= 0 {
 		return h.opts.ChunkMaxPoints
 	}
-	return h.opts.ChunkMaxPoints - int(fnv32(tsuid)%uint32(h.opts.ChunkSpread+1))
+	return h.opts.ChunkMaxPoints - int(rowkey.Hash(tsuid)%uint32(h.opts.ChunkSpread+1))
 }
 
 // SyncWAL fsyncs the WAL now, whatever its sync mode (OpenTSDB's ?sync).
@@ -750,14 +750,4 @@ func (h *Head) SyncWAL() error {
 		return h.failed(fmt.Errorf("series: syncing the wal: %w", err))
 	}
 	return nil
-}
-
-// fnv32 is FNV-1a over b.
-func fnv32(b []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range b {
-		h ^= uint32(c)
-		h *= 16777619
-	}
-	return h
 }
