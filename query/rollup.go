@@ -73,7 +73,8 @@ type RollupReader interface {
 	// is the series' index in entries. fn must not keep b. Calls for
 	// different series may come from different goroutines, never two at
 	// once for one series. It stops at fn's first error and returns it.
-	ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, fn func(i int, b *rollup.Bucket) error) error
+	// f says which fields fn needs (the others may be zero).
+	ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, f rollup.Fields, fn func(i int, b *rollup.Bucket) error) error
 }
 
 // rollupState is the engine's rollup reader and counters.

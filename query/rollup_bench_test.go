@@ -123,7 +123,8 @@ func buildRollBench(b *testing.B, dir string) *rollBenchEnv {
 
 // BenchmarkRollupQuery runs the dashboard query (all 12 metrics) through
 // Engine.Run from rollups and with ROLLUP_RAW, and the rollup table's scan
-// alone (StoreRollups.ReadBuckets of every series, the buckets counted):
+// alone (StoreRollups.ReadBuckets of every series, the buckets counted;
+// scan/sums reads only the sums and counts, rollup.FieldsSum):
 // cpu-ns/bucket is the process's CPU per 1h bucket read.
 //
 //	go test ./query/ -run '^$' -bench RollupQuery -benchtime 10x
@@ -161,32 +162,41 @@ func BenchmarkRollupQuery(b *testing.B) {
 			reportPer(b, cpu0, buckets, "bucket")
 		})
 	}
-	b.Run("scan", func(b *testing.B) {
-		var entries []*series.Entry
-		for _, md := range loadtest.Metrics {
-			entries = append(entries, env.env.Index.Select(md.Name, nil, false, env.start, env.end)...)
+	for _, f := range []struct {
+		name string
+		f    rollup.Fields
+	}{{"scan", rollup.FieldsAll}, {"scan/sums", rollup.FieldsSum}} {
+		b.Run(f.name, func(b *testing.B) { benchScan(b, env, f.f, buckets) })
+	}
+}
+
+// benchScan reads the buckets of every series with the fields f.
+func benchScan(b *testing.B, env *rollBenchEnv, f rollup.Fields, buckets int64) {
+	ctx := context.Background()
+	var entries []*series.Entry
+	for _, md := range loadtest.Metrics {
+		entries = append(entries, env.env.Index.Select(md.Name, nil, false, env.start, env.end)...)
+	}
+	b.ReportAllocs()
+	cpu0 := startCPU()
+	for b.Loop() {
+		n := make([]int64, len(entries)) // calls for one series never overlap
+		err := env.reader.ReadBuckets(ctx, entries, 3_600_000, env.start, env.end+1, f, func(i int, _ *rollup.Bucket) error {
+			n[i]++
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		cpu0 := startCPU()
-		for b.Loop() {
-			n := make([]int64, len(entries)) // calls for one series never overlap
-			err := env.reader.ReadBuckets(ctx, entries, 3_600_000, env.start, env.end+1, func(i int, _ *rollup.Bucket) error {
-				n[i]++
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var got int64
-			for _, c := range n {
-				got += int64(c)
-			}
-			if got != buckets {
-				b.Fatalf("%d buckets read, want %d", got, buckets)
-			}
+		var got int64
+		for _, c := range n {
+			got += int64(c)
 		}
-		reportPer(b, cpu0, buckets, "bucket")
-	})
+		if got != buckets {
+			b.Fatalf("%d buckets read, want %d", got, buckets)
+		}
+	}
+	reportPer(b, cpu0, buckets, "bucket")
 }
 
 // closeRollBench closes and removes the data set (TestMain).

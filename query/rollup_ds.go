@@ -97,6 +97,33 @@ func (a *bucketAcc) add(b *rollup.Bucket) {
 	a.isum += b.Sum.Int() // |Σ| ≤ bound ≤ 2^53: no overflow
 }
 
+// sumAggs are the downsampling functions addSum serves: they read only
+// N and Sum.
+var sumAggs = map[string]bool{"sum": true, "zimsum": true, "pfsum": true, "avg": true, "count": true}
+
+// addSum is add for a bucket of which only Count, NaN, Sum, SumOverflow
+// and SumExact were read (rollup.FieldsSum), for sumAggs, when each
+// downsampled point is one bucket: SumExact is then add's bound check.
+// A second bucket with values makes the sum inexact (read raw).
+func (a *bucketAcc) addSum(b *rollup.Bucket) {
+	a.exists = true
+	n := b.N()
+	if n == 0 {
+		return
+	}
+	a.withValues++
+	a.n += n
+	a.oneFloatSum = a.withValues == 1 && !b.Sum.IsInt()
+	if a.withValues == 1 {
+		a.fsum = b.Sum.Float()
+	}
+	if !b.SumExact || !a.allInt || a.withValues > 1 {
+		a.allInt = false
+		return
+	}
+	a.isum = b.Sum.Int()
+}
+
 // sum returns the float sum the downsampler computes, and whether the
 // buckets give it exactly.
 func (a *bucketAcc) sum() (float64, bool) {

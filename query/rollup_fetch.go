@@ -185,7 +185,13 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 	// counter per bucket is contended across the salt buckets' goroutines.
 	const batch = 64
 	var read atomic.Int64
-	err := e.ru.reader.ReadBuckets(ctx, entries, iv, a, hi, func(i int, b *rollup.Bucket) error {
+	// A sum, avg or count of one bucket per downsampled point needs only
+	// the sums and counts (bucketAcc.addSum).
+	fields, add := rollup.FieldsAll, (*bucketAcc).add
+	if sumAggs[agg] && d == iv {
+		fields, add = rollup.FieldsSum, (*bucketAcc).addSum
+	}
+	err := e.ru.reader.ReadBuckets(ctx, entries, iv, a, hi, fields, func(i int, b *rollup.Bucket) error {
 		s := &st[i]
 		if b.Start < a || b.Start >= s.u {
 			return nil
@@ -202,7 +208,7 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 			s.flush(agg)
 			s.cur = bs
 		}
-		s.acc.add(b)
+		add(&s.acc, b)
 		s.count += int(max(b.Count, 1))
 		if day := floorTo(b.Start, dayMs); len(s.days) == 0 || s.days[len(s.days)-1] != day {
 			s.days = append(s.days, day)

@@ -297,7 +297,7 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 		}
 		// Buckets become samples as they are read (a series' buckets come
 		// in order, never two of one series at once).
-		err := q.e.ru.reader.ReadBuckets(ctx, entries, iv, from, end+1, func(i int, b *rollup.Bucket) error {
+		err := q.e.ru.reader.ReadBuckets(ctx, entries, iv, from, end+1, rollup.FieldsAll, func(i int, b *rollup.Bucket) error {
 			if b.Start < us[i] {
 				out[i].addBucket(b)
 			}

@@ -29,14 +29,11 @@ type StoreRollups struct {
 func (s *StoreRollups) Intervals() []int64 { return s.Ivs }
 
 // ReadBuckets reads the computed buckets of entries (see RollupReader).
-func (s *StoreRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, fn func(int, *rollup.Bucket) error) error {
-	scan := rollup.Scan
-	if s.dense(entries, start, end) {
-		scan = rollup.ScanDense
-	}
+func (s *StoreRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, f rollup.Fields, fn func(int, *rollup.Bucket) error) error {
+	o := rollup.ScanOptions{Dense: s.dense(entries, start, end), Fields: f}
 	return s.bySalt(ctx, entries, func(ctx context.Context, tsuids [][]byte, idx []int) error {
 		var err error
-		scanErr := scan(ctx, s.Store, s.Layout, iv, tsuids, start, end, func(j int, b *rollup.Bucket) bool {
+		scanErr := rollup.ScanWith(ctx, s.Store, s.Layout, iv, tsuids, start, end, o, func(j int, b *rollup.Bucket) bool {
 			err = fn(idx[j], b)
 			return err == nil
 		})

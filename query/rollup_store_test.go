@@ -60,7 +60,7 @@ func TestStoreRollups(t *testing.T) {
 	var mu sync.Mutex
 	got := make([][]rollup.Bucket, len(entries))
 	from, to := t0+5*iv, t0+50*iv
-	if err := sr.ReadBuckets(ctx, entries, iv, from, to, func(i int, b *rollup.Bucket) error {
+	if err := sr.ReadBuckets(ctx, entries, iv, from, to, rollup.FieldsAll, func(i int, b *rollup.Bucket) error {
 		mu.Lock()
 		got[i] = append(got[i], *b)
 		mu.Unlock()

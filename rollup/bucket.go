@@ -77,6 +77,26 @@ type Bucket struct {
 
 	// StaleEnd says a staleness marker came after the bucket's last point.
 	StaleEnd bool
+
+	// SumExact says Sum is an int whose float64 additions in point order
+	// are exact: every value is an int and N × max(|Min|, |Max|) ≤ 2^53,
+	// so every partial sum is an integer the float64 holds. It follows
+	// from the fields above (SetSumExact); a reader of only the sums
+	// (FieldsSum) gets it from the cell instead of from Min and Max.
+	SumExact bool
+}
+
+// SetSumExact sets SumExact from the bucket's other fields.
+func (b *Bucket) SetSumExact() { b.SumExact = b.sumExact() }
+
+func (b *Bucket) sumExact() bool {
+	if b.N() == 0 || !b.Sum.IsInt() || !b.Min.IsInt() || !b.Max.IsInt() {
+		return false
+	}
+	lo, ok1 := absInt64(b.Min.Int())
+	hi, ok2 := absInt64(b.Max.Int())
+	mh, m := bits.Mul64(uint64(b.N()), uint64(max(lo, hi)))
+	return ok1 && ok2 && mh == 0 && m <= 1<<53
 }
 
 // N returns the number of points other than NaNs: OpenTSDB's count.
@@ -197,6 +217,7 @@ func (b *Builder) Flush(dst []Bucket) []Bucket {
 			}
 		}
 	}
+	c.SetSumExact()
 	dst = append(dst, c)
 	b.cur, b.open, b.hi, b.lo, b.fsum = Bucket{}, false, 0, 0, 0
 	return dst
@@ -240,10 +261,12 @@ func Merge(a, b Bucket) (Bucket, error) {
 	}
 	switch {
 	case !bn:
+		m.SetSumExact()
 		return m, nil
 	case !an:
 		m.FirstT, m.First, m.Min, m.Max, m.Sum, m.SumOverflow = b.FirstT, b.First, b.Min, b.Max, b.Sum, b.SumOverflow
 		m.LastT, m.Last, m.Changes, m.Resets, m.Correction = b.LastT, b.Last, b.Changes, b.Resets, b.Correction
+		m.SetSumExact()
 		return m, nil
 	}
 	p, f := a.Last.Float(), b.First.Float()
@@ -266,6 +289,7 @@ func Merge(a, b Bucket) (Bucket, error) {
 	}
 	m.LastT, m.Last = b.LastT, b.Last
 	m.Sum, m.SumOverflow = mergeSum(a, b)
+	m.SetSumExact()
 	return m, nil
 }
 

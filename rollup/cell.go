@@ -10,8 +10,13 @@ import (
 	"hourglass/chunk"
 )
 
-// Version is the cell format version this package writes and reads.
-const Version = 1
+// Version is the cell format version this package writes. Its readers
+// read it and version1 (docs/format/rollup.md, "Versioning").
+const Version = 2
+
+// version1 cells put a bucket's sum after its values, as a difference
+// from N × First: a reader of the sums decodes every field.
+const version1 = 1
 
 // Bucket flags (docs/format/rollup.md).
 const (
@@ -20,8 +25,10 @@ const (
 	flagNaN
 	flagResets
 	flagValues
-	flagUniform // last, min and max share first's kind (and scale): no headers
-	flagUnknown = ^byte(flagSumOverflow | flagStaleEnd | flagNaN | flagResets | flagValues | flagUniform)
+	flagUniform   // last, min and max share first's kind (and scale): no headers
+	flagSumExact  // version 2: Bucket.SumExact
+	flagUnknown   = ^byte(flagSumOverflow | flagStaleEnd | flagNaN | flagResets | flagValues | flagUniform | flagSumExact)
+	flagUnknownV1 = flagUnknown | flagSumExact
 )
 
 // Value header kinds (low two bits of a value's header byte).
@@ -71,7 +78,7 @@ func AppendCell(dst []byte, baseMs, intervalMs int64, bs []Bucket) ([]byte, erro
 	dst = binary.AppendUvarint(dst, uint64(intervalMs))
 	dst = binary.AppendUvarint(dst, uint64(len(bs)))
 	next := baseMs // the start the next bucket would have with gap 0
-	var prevLast chunk.Value
+	var refs cellRefs
 	for i := range bs {
 		b := &bs[i]
 		if err := checkBucket(b, next, intervalMs); err != nil {
@@ -79,9 +86,158 @@ func AppendCell(dst []byte, baseMs, intervalMs int64, bs []Bucket) ([]byte, erro
 		}
 		dst = binary.AppendUvarint(dst, uint64((b.Start-next)/intervalMs))
 		next = b.Start + intervalMs
-		dst = appendBucket(dst, b, intervalMs, &prevLast)
+		dst = appendBucket(dst, b, intervalMs, &refs)
 	}
 	return dst, nil
+}
+
+// cellRefs are the references the next bucket of a cell is written
+// against: the Last of the last bucket with values (of its First) and
+// that bucket's Sum as written (of its Sum).
+type cellRefs struct {
+	prevLast chunk.Value
+	sum      sumRef
+}
+
+// sumRef is a written sum as the next sum's delta sees it: an int, or a
+// scale and mantissa (a decimal's, or a near-decimal's m), or neither
+// (a float written as its bits, or no sum yet).
+type sumRef struct {
+	kind byte // 0 none, refInt, refScaled
+	k    int
+	m    int64
+}
+
+const (
+	refInt    = 1
+	refScaled = 2
+)
+
+// maxTail bounds a bucket's tail: two uvarints, four values of at most
+// 21 bytes, two uvarints and the correction.
+const maxTail = 2*binary.MaxVarintLen64 + 4*(1+2*binary.MaxVarintLen64) + 2*binary.MaxVarintLen64 + 1 + 2*binary.MaxVarintLen64
+
+// appendBucket writes a version 2 bucket after its gap: flags, counts,
+// the sum, then the tail (timestamps, values, counters) after its length,
+// so that a reader of the sums skips the tail.
+func appendBucket(dst []byte, b *Bucket, interval int64, refs *cellRefs) []byte {
+	var flags byte
+	if b.SumOverflow {
+		flags |= flagSumOverflow
+	}
+	if b.StaleEnd {
+		flags |= flagStaleEnd
+	}
+	if b.NaN > 0 {
+		flags |= flagNaN
+	}
+	if b.Resets > 0 || b.Correction != 0 || math.Signbit(b.Correction) {
+		flags |= flagResets
+	}
+	var firstH byte
+	if b.N() > 0 {
+		flags |= flagValues
+		firstH = header(b.First)
+		if firstH != kindFloat && header(b.Last) == firstH && header(b.Min) == firstH && header(b.Max) == firstH {
+			flags |= flagUniform
+		}
+		if b.sumExact() {
+			flags |= flagSumExact
+		}
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(b.Count))
+	if flags&flagNaN != 0 {
+		dst = binary.AppendUvarint(dst, uint64(b.NaN))
+	}
+	if flags&flagValues == 0 {
+		return dst
+	}
+	dst = appendSum(dst, b.Sum, &refs.sum)
+	var buf [maxTail]byte
+	tail := binary.AppendUvarint(buf[:0], uint64(b.FirstT-b.Start))
+	tail = binary.AppendUvarint(tail, uint64(b.Start+interval-1-b.LastT))
+	tail = appendValue(tail, b.First, refs.prevLast, true)
+	if flags&flagUniform != 0 {
+		_, fm := mantissa(b.First)
+		for _, v := range [3]chunk.Value{b.Last, b.Min, b.Max} {
+			_, m := mantissa(v)
+			tail = binary.AppendVarint(tail, m-fm)
+		}
+	} else {
+		tail = appendValue(tail, b.Last, b.First, true)
+		tail = appendValue(tail, b.Min, b.First, true)
+		tail = appendValue(tail, b.Max, b.First, true)
+	}
+	tail = binary.AppendUvarint(tail, uint64(b.Changes))
+	if flags&flagResets != 0 {
+		tail = binary.AppendUvarint(tail, uint64(b.Resets))
+		tail = appendValue(tail, chunk.Float(b.Correction), chunk.Value{}, false)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(tail)))
+	refs.prevLast = b.Last
+	return append(dst, tail...)
+}
+
+// appendSum writes a version 2 sum: a value whose delta, where the kinds
+// allow, is from the previous sum of the cell as written (ref): an int's
+// from an int, a decimal's or near-decimal's mantissa from that of a
+// decimal or near-decimal of the same scale. It updates ref.
+func appendSum(dst []byte, sum chunk.Value, ref *sumRef) []byte {
+	if sum.IsInt() {
+		x := sum.Int()
+		if ref.kind == refInt {
+			dst = binary.AppendVarint(append(dst, kindInt|headerDelta), x-ref.m)
+		} else {
+			dst = binary.AppendVarint(append(dst, kindInt), x)
+		}
+		*ref = sumRef{kind: refInt, m: x}
+		return dst
+	}
+	f := sum.Float()
+	if k, m, ok := decimal(f); ok {
+		h := byte(kindDecimal | k<<3)
+		x := m
+		if ref.kind == refScaled && ref.k == k {
+			h, x = h|headerDelta, m-ref.m
+		}
+		*ref = sumRef{kind: refScaled, k: k, m: m}
+		return binary.AppendVarint(append(dst, h), x)
+	}
+	best, bestK := 8, -1
+	var bestM, bestD int64
+	var bestDelta bool
+	if !math.IsInf(f, 0) && f == f {
+		var buf [2 * binary.MaxVarintLen64]byte
+		for k := 0; k <= maxNearK; k++ {
+			x := math.Round(f * pow10[k])
+			if math.Abs(x) >= 1<<53 {
+				break
+			}
+			m := int64(x)
+			d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
+			xm, delta := m, ref.kind == refScaled && ref.k == k
+			if delta {
+				xm = m - ref.m
+			}
+			n := binary.PutVarint(buf[:], xm)
+			n += binary.PutVarint(buf[n:], d)
+			if n < best {
+				best, bestK, bestM, bestD, bestDelta = n, k, m, d, delta
+			}
+		}
+	}
+	if bestK < 0 {
+		*ref = sumRef{}
+		return binary.BigEndian.AppendUint64(append(dst, kindFloat), math.Float64bits(f))
+	}
+	h, xm := byte(kindNear|bestK<<3), bestM
+	if bestDelta {
+		h, xm = h|headerDelta, bestM-ref.m
+	}
+	*ref = sumRef{kind: refScaled, k: bestK, m: bestM}
+	dst = binary.AppendVarint(append(dst, h), xm)
+	return binary.AppendVarint(dst, bestD)
 }
 
 func checkBucket(b *Bucket, next, interval int64) error {
@@ -130,60 +286,6 @@ func mantissa(v chunk.Value) (byte, int64) {
 	return byte(kindDecimal | k<<3), m
 }
 
-func appendBucket(dst []byte, b *Bucket, interval int64, prevLast *chunk.Value) []byte {
-	var flags byte
-	if b.SumOverflow {
-		flags |= flagSumOverflow
-	}
-	if b.StaleEnd {
-		flags |= flagStaleEnd
-	}
-	if b.NaN > 0 {
-		flags |= flagNaN
-	}
-	if b.Resets > 0 || b.Correction != 0 || math.Signbit(b.Correction) {
-		flags |= flagResets
-	}
-	var firstH byte
-	if b.N() > 0 {
-		flags |= flagValues
-		firstH = header(b.First)
-		if firstH != kindFloat && header(b.Last) == firstH && header(b.Min) == firstH && header(b.Max) == firstH {
-			flags |= flagUniform
-		}
-	}
-	dst = append(dst, flags)
-	dst = binary.AppendUvarint(dst, uint64(b.Count))
-	if flags&flagNaN != 0 {
-		dst = binary.AppendUvarint(dst, uint64(b.NaN))
-	}
-	if flags&flagValues == 0 {
-		return dst
-	}
-	dst = binary.AppendUvarint(dst, uint64(b.FirstT-b.Start))
-	dst = binary.AppendUvarint(dst, uint64(b.Start+interval-1-b.LastT))
-	dst = appendValue(dst, b.First, *prevLast, true)
-	if flags&flagUniform != 0 {
-		_, fm := mantissa(b.First)
-		for _, v := range [3]chunk.Value{b.Last, b.Min, b.Max} {
-			_, m := mantissa(v)
-			dst = binary.AppendVarint(dst, m-fm)
-		}
-	} else {
-		dst = appendValue(dst, b.Last, b.First, true)
-		dst = appendValue(dst, b.Min, b.First, true)
-		dst = appendValue(dst, b.Max, b.First, true)
-	}
-	dst = appendSum(dst, b.Sum, b.First, b.N())
-	dst = binary.AppendUvarint(dst, uint64(b.Changes))
-	if flags&flagResets != 0 {
-		dst = binary.AppendUvarint(dst, uint64(b.Resets))
-		dst = appendValue(dst, chunk.Float(b.Correction), chunk.Value{}, false)
-	}
-	*prevLast = b.Last
-	return dst
-}
-
 // decimal returns k and m with float64(m)/10^k == f, bit for bit, for the
 // smallest k ≤ maxScale, or ok false.
 func decimal(f float64) (k int, m int64, ok bool) {
@@ -226,33 +328,6 @@ func appendValue(dst []byte, v, ref chunk.Value, delta bool) []byte {
 		return binary.AppendVarint(append(dst, h), m)
 	}
 	return appendNear(dst, v.Float())
-}
-
-// appendSum writes the sum, as its difference from n·first (in the
-// mantissas, with wrapping arithmetic) where first and the sum are ints, or
-// decimals (exact or near) of first's scale; a constant's sum costs one
-// byte beyond its header.
-func appendSum(dst []byte, sum, first chunk.Value, n int64) []byte {
-	fh, fm := mantissa(first)
-	if first.IsInt() && sum.IsInt() {
-		return binary.AppendVarint(append(dst, kindInt|headerDelta), sum.Int()-n*fm)
-	}
-	if first.IsInt() || sum.IsInt() || fh&3 != kindDecimal {
-		return appendValue(dst, sum, chunk.Value{}, false)
-	}
-	if sh, sm := mantissa(sum); header(sum) == fh {
-		return binary.AppendVarint(append(dst, sh|headerDelta), sm-n*fm)
-	}
-	k := int(fh >> 3)
-	f := sum.Float()
-	x := math.Round(f * pow10[k])
-	if k > maxNearK || math.IsInf(f, 0) || f != f || math.Abs(x) >= 1<<53 {
-		return appendValue(dst, sum, chunk.Value{}, false)
-	}
-	m := int64(x)
-	d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
-	dst = binary.AppendVarint(append(dst, byte(kindNear|k<<3|headerDelta)), m-n*fm)
-	return binary.AppendVarint(dst, d)
 }
 
 // appendNear writes a float that is no short decimal: as the decimal

@@ -4,18 +4,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"hourglass/chunk"
 )
 
 // CellEnd is what appending a bucket after the last one of a cell needs to
 // know of the cell: how many buckets it holds, the start a next bucket
-// would have with gap 0, and the Last of its last bucket with values (the
-// reference of the next First). AppendCellEnd and AppendBucket return it.
+// would have with gap 0, and the Last and Sum of its last bucket with
+// values (the references of the next First and Sum). AppendCellEnd and
+// AppendBucket return it.
 type CellEnd struct {
-	N        uint64
-	Next     int64
-	PrevLast chunk.Value
+	N    uint64
+	Next int64
+	refs cellRefs
 }
 
 // AppendCellEnd is AppendCell, and also returns the cell's CellEnd.
@@ -28,7 +27,9 @@ func AppendCellEnd(dst []byte, baseMs, intervalMs int64, bs []Bucket) ([]byte, C
 	for i := range bs {
 		e.Next = bs[i].Start + intervalMs
 		if bs[i].N() > 0 {
-			e.PrevLast = bs[i].Last
+			e.refs.prevLast = bs[i].Last
+			var scratch [1 + 2*binary.MaxVarintLen64]byte
+			appendSum(scratch[:0], bs[i].Sum, &e.refs.sum)
 		}
 	}
 	return dst, e, nil
@@ -58,7 +59,7 @@ func AppendBucket(dst, cell []byte, intervalMs int64, e CellEnd, b *Bucket) ([]b
 	dst = binary.AppendUvarint(dst, count+1)
 	dst = append(dst, cell[1+n1+n2:]...)
 	dst = binary.AppendUvarint(dst, uint64((b.Start-e.Next)/intervalMs))
-	prevLast := e.PrevLast
-	dst = appendBucket(dst, b, intervalMs, &prevLast)
-	return dst, CellEnd{N: count + 1, Next: b.Start + intervalMs, PrevLast: prevLast}, nil
+	refs := e.refs
+	dst = appendBucket(dst, b, intervalMs, &refs)
+	return dst, CellEnd{N: count + 1, Next: b.Start + intervalMs, refs: refs}, nil
 }

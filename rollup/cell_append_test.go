@@ -32,7 +32,7 @@ func TestAppendBucket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(cell, want) || end.N != wantEnd.N || end.Next != wantEnd.Next || !end.PrevLast.Identical(wantEnd.PrevLast) {
+		if !bytes.Equal(cell, want) || end.N != wantEnd.N || end.Next != wantEnd.Next || !end.refs.prevLast.Identical(wantEnd.refs.prevLast) || end.refs.sum != wantEnd.refs.sum {
 			t.Fatalf("case %d (%d buckets, %d appended): cells differ\n got %x %+v\nwant %x %+v", n, len(bs), len(bs)-k, cell, end, want, wantEnd)
 		}
 	}

@@ -40,5 +40,5 @@ func Example() {
 	// Output:
 	// 0: count 2 sum 260 min 100 max 160
 	// 600000: count 2 sum 70 min 20 max 50
-	// increase 110, resets 1, 37 bytes
+	// increase 110, resets 1, 41 bytes
 }

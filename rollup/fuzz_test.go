@@ -61,6 +61,20 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatal(err)
 		}
 		roundTrip(t, base, iv, bs)
+		// Version 1 cells of the same buckets still read.
+		v1, err := appendCellV1(nil, base, iv, bs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := decodeAll(v1, base)
+		if err != nil || len(got) != len(bs) {
+			t.Fatalf("version 1: %d buckets, %v", len(got), err)
+		}
+		for i := range bs {
+			if !identical(&got[i], &bs[i]) {
+				t.Fatalf("version 1: bucket %d:\ngot  %+v\nwant %+v", i, got[i], bs[i])
+			}
+		}
 		// The same cell built bucket by bucket from a split (AppendBucket).
 		k0 := int(split) % (len(bs) + 1)
 		cell, end, err := AppendCellEnd(nil, base, iv, bs[:k0])
@@ -95,11 +109,14 @@ func FuzzRoundTrip(f *testing.F) {
 }
 
 // FuzzIterator: any bytes decode to buckets or a *CorruptionError, never a
-// panic; whatever decodes re-encodes to a cell that decodes the same.
+// panic, whole or for the sums alone; whatever decodes whole re-encodes to
+// a cell that decodes the same, and its sums alone are the same.
 func FuzzIterator(f *testing.F) {
 	for _, fx := range fixtures() {
 		cell, _ := AppendCell(nil, fx.base, fx.iv, fx.bs)
 		f.Add(cell, fx.base)
+		v1, _ := appendCellV1(nil, fx.base, fx.iv, fx.bs)
+		f.Add(v1, fx.base)
 	}
 	if cells, _ := filepath.Glob("testdata/*.cell"); len(cells) > 0 {
 		for _, p := range cells {
@@ -108,9 +125,18 @@ func FuzzIterator(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, cell []byte, base int64) {
+		sums, _, serr := decodeFields(cell, base, FieldsSum)
 		bs, iv, err := decodeAll(cell, base)
 		if err != nil {
 			return
+		}
+		if serr != nil || len(sums) != len(bs) {
+			t.Fatalf("the sums alone: %d buckets, %v; whole: %d", len(sums), serr, len(bs))
+		}
+		for i := range bs {
+			if !sameSums(&sums[i], &bs[i]) {
+				t.Fatalf("bucket %d: sums %+v, whole %+v", i, sums[i], bs[i])
+			}
 		}
 		roundTrip(t, base, iv, bs)
 	})

@@ -17,6 +17,9 @@ type Iterator struct {
 	off      int
 	base     int64
 	interval int64
+	version  byte
+	fields   Fields
+	sumRef   sumRef // version 2: the previous sum, as written
 	left     uint64 // buckets not yet read
 	next     int64  // the start of the next bucket with gap 0
 	prevLast chunk.Value
@@ -26,6 +29,7 @@ type Iterator struct {
 	// (read), so that a delta, the uniform values and the sum do not
 	// recompute a reference's mantissa with decimal().
 	prevDec, read decMantissa
+	firstDec      decMantissa // the current bucket's First's
 }
 
 // decMantissa is a decimal value's scale and mantissa as it was read,
@@ -58,18 +62,35 @@ func refDecimal(ref chunk.Value, d decMantissa) (int, int64, bool) {
 	return decimal(ref.Float())
 }
 
+// Fields says which fields of a bucket an Iterator reads.
+type Fields uint8
+
+const (
+	// FieldsAll reads every field.
+	FieldsAll Fields = iota
+	// FieldsSum reads Start, Count, NaN, StaleEnd, Sum, SumOverflow and
+	// SumExact, and leaves the other fields zero where the cell lets it
+	// skip them (version 2); a version 1 cell is read whole. It checks
+	// less of what it skips.
+	FieldsSum
+)
+
 // Reset makes it read cell, whose base time is baseMs. It reads the header
 // at once: Interval is valid after Reset when Err is nil.
-func (it *Iterator) Reset(cell []byte, baseMs int64) {
-	*it = Iterator{b: cell, base: baseMs, next: baseMs}
+func (it *Iterator) Reset(cell []byte, baseMs int64) { it.ResetFields(cell, baseMs, FieldsAll) }
+
+// ResetFields is Reset reading only the fields f.
+func (it *Iterator) ResetFields(cell []byte, baseMs int64, f Fields) {
+	*it = Iterator{b: cell, base: baseMs, next: baseMs, fields: f}
 	if baseMs > maxBase || baseMs < -maxBase {
 		it.fail(0, "base time out of range")
 		return
 	}
-	if len(cell) == 0 || cell[0] != Version {
+	if len(cell) == 0 || (cell[0] != Version && cell[0] != version1) {
 		it.fail(0, "unknown version")
 		return
 	}
+	it.version = cell[0]
 	it.off = 1
 	iv, ok := it.uvarint()
 	if !ok || iv == 0 || iv > math.MaxInt64/2 {
@@ -139,7 +160,7 @@ func (it *Iterator) Next() bool {
 	}
 	flags := it.b[it.off]
 	it.off++
-	if flags&flagUnknown != 0 {
+	if flags&flagUnknown != 0 || (it.version == version1 && flags&flagUnknownV1 != 0) {
 		return it.fail(it.off-1, "unknown flags")
 	}
 	c.SumOverflow, c.StaleEnd = flags&flagSumOverflow != 0, flags&flagStaleEnd != 0
@@ -156,26 +177,147 @@ func (it *Iterator) Next() bool {
 		return it.fail(start, "counts disagree with the flags")
 	}
 	if !hasValues {
-		if flags&(flagResets|flagSumOverflow) != 0 {
+		if flags&(flagResets|flagSumOverflow|flagSumExact) != 0 {
 			return it.fail(start, "counter or sum flags without values")
 		}
 		return true
 	}
-	return it.values(c, flags)
+	if it.version == version1 {
+		return it.valuesV1(c, flags)
+	}
+	return it.valuesV2(c, flags)
 }
 
-// values reads the value part of a bucket.
-func (it *Iterator) values(c *Bucket, flags byte) bool {
+// valuesV2 reads the value part of a version 2 bucket: the sum, then the
+// tail after its length, skipped when only the sums are read.
+func (it *Iterator) valuesV2(c *Bucket, flags byte) bool {
+	var ok bool
+	if c.Sum, ok = it.sum2(); !ok {
+		return false
+	}
+	exact := flags&flagSumExact != 0
+	if c.SumOverflow && c.Sum.IsInt() {
+		return it.fail(it.off, "an overflowed sum that is an int")
+	}
+	if exact && !c.Sum.IsInt() {
+		return it.fail(it.off, "an exact sum that is not an int")
+	}
+	n, ok := it.uvarint()
+	if !ok || n > uint64(len(it.b)-it.off) {
+		return it.fail(it.off, "bad tail length")
+	}
+	end := it.off + int(n)
+	if it.fields == FieldsSum {
+		it.off, c.SumExact = end, exact
+		return true
+	}
+	all := it.b
+	it.b = all[:end] // the tail's fields end with it
+	lastDec, ok := it.timesValues(c, flags)
+	ok = ok && it.counters(c, flags)
+	it.b = all
+	if !ok {
+		return false
+	}
+	if it.off != end {
+		return it.fail(it.off, "bytes after the bucket's tail")
+	}
+	if c.SetSumExact(); c.SumExact != exact {
+		return it.fail(end, "the exact sum flag disagrees with the values")
+	}
+	it.prevLast, it.prevDec = c.Last, lastDec
+	return true
+}
+
+// sum2 reads a version 2 sum (appendSum), against the previous one.
+func (it *Iterator) sum2() (chunk.Value, bool) {
+	if it.off >= len(it.b) {
+		return chunk.Value{}, it.fail(it.off, "truncated sum")
+	}
+	h := it.b[it.off]
+	it.off++
+	k := int(h >> 3)
+	delta := h&headerDelta != 0
+	if h&3 == kindFloat {
+		if h != kindFloat || len(it.b)-it.off < 8 {
+			return chunk.Value{}, it.fail(it.off-1, "bad float sum")
+		}
+		it.off += 8
+		it.sumRef = sumRef{}
+		return chunk.FloatBits(binary.BigEndian.Uint64(it.b[it.off-8:])), true
+	}
+	x, n := binary.Varint(it.b[it.off:])
+	if n <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad sum")
+	}
+	it.off += n
+	if h&3 == kindInt {
+		if k != 0 || (delta && it.sumRef.kind != refInt) {
+			return chunk.Value{}, it.fail(it.off-n-1, "bad int sum header")
+		}
+		if delta {
+			x += it.sumRef.m
+		}
+		it.sumRef = sumRef{kind: refInt, m: x}
+		return chunk.Int(x), true
+	}
+	if k > maxScale || (h&3 == kindNear && k > maxNearK) {
+		return chunk.Value{}, it.fail(it.off-n-1, "bad sum scale")
+	}
+	if delta {
+		if it.sumRef.kind != refScaled || it.sumRef.k != k {
+			return chunk.Value{}, it.fail(it.off-n-1, "sum delta without a matching sum")
+		}
+		x += it.sumRef.m
+	}
+	if x >= 1<<53 || x <= -(1<<53) {
+		return chunk.Value{}, it.fail(it.off-n, "decimal mantissa too large")
+	}
+	it.sumRef = sumRef{kind: refScaled, k: k, m: x}
+	f := float64(x) / pow10[k]
+	if h&3 == kindDecimal {
+		return chunk.Float(f), true
+	}
+	d, n := binary.Varint(it.b[it.off:])
+	if n <= 0 {
+		return chunk.Value{}, it.fail(it.off, "bad near-decimal difference")
+	}
+	it.off += n
+	return chunk.FloatBits(uint64(int64(math.Float64bits(f)) + d)), true
+}
+
+// valuesV1 reads the value part of a version 1 bucket.
+func (it *Iterator) valuesV1(c *Bucket, flags byte) bool {
+	lastDec, ok := it.timesValues(c, flags)
+	c.Sum, ok = it.sum(c.First, it.firstDec, c.N(), ok)
+	if !ok {
+		return false
+	}
+	if c.SumOverflow && c.Sum.IsInt() {
+		return it.fail(it.off, "an overflowed sum that is an int")
+	}
+	if !it.counters(c, flags) {
+		return false
+	}
+	c.SetSumExact()
+	it.prevLast, it.prevDec = c.Last, lastDec
+	return true
+}
+
+// timesValues reads FirstT, LastT, First, Last, Min and Max, and returns
+// Last's mantissa (it.firstDec is First's).
+func (it *Iterator) timesValues(c *Bucket, flags byte) (decMantissa, bool) {
 	off := it.off
 	first, ok1 := it.count(uint64(it.interval - 1))
 	lastGap, ok2 := it.count(uint64(it.interval - 1 - first))
 	if !ok1 || !ok2 {
-		return it.fail(off, "first or last timestamp outside the bucket")
+		return decMantissa{}, it.fail(off, "first or last timestamp outside the bucket")
 	}
 	c.FirstT, c.LastT = c.Start+first, c.Start+it.interval-1-lastGap
 	ok := true
 	c.First, ok = it.value(it.prevLast, it.prevDec, ok)
 	firstDec := it.read
+	it.firstDec = firstDec
 	var lastDec decMantissa
 	if flags&flagUniform != 0 {
 		c.Last, c.Min, c.Max, lastDec, ok = it.uniform(c.First, firstDec, ok)
@@ -185,13 +327,12 @@ func (it *Iterator) values(c *Bucket, flags byte) bool {
 		c.Min, ok = it.value(c.First, firstDec, ok)
 		c.Max, ok = it.value(c.First, firstDec, ok)
 	}
-	c.Sum, ok = it.sum(c.First, firstDec, c.N(), ok)
-	if !ok {
-		return false
-	}
-	if c.SumOverflow && c.Sum.IsInt() {
-		return it.fail(it.off, "an overflowed sum that is an int")
-	}
+	return lastDec, ok
+}
+
+// counters reads Changes, and Resets and Correction with flag resets.
+func (it *Iterator) counters(c *Bucket, flags byte) bool {
+	var ok bool
 	if c.Changes, ok = it.count(uint64(c.N() - 1)); !ok {
 		return it.fail(it.off, "bad changes")
 	}
@@ -208,7 +349,6 @@ func (it *Iterator) values(c *Bucket, flags byte) bool {
 		}
 		c.Correction = corr.Float()
 	}
-	it.prevLast, it.prevDec = c.Last, lastDec
 	return true
 }
 

@@ -1,9 +1,6 @@
 package rollup
 
-import (
-	"math"
-	"math/bits"
-)
+import "math"
 
 // Resume readies b to continue bucket a, the bucket Compute gave over a
 // run of points the last of which (NaNs and staleness markers included)
@@ -30,10 +27,7 @@ func (b *Builder) Resume(intervalMs int64, a Bucket, prevT int64) bool {
 		b.fsum = a.Sum.Float()
 		return true
 	}
-	lo, ok1 := absInt64(a.Min.Int())
-	hi, ok2 := absInt64(a.Max.Int())
-	mh, m := bits.Mul64(uint64(a.N()), uint64(max(lo, hi)))
-	if !a.Min.IsInt() || !a.Max.IsInt() || !ok1 || !ok2 || mh != 0 || m > 1<<53 {
+	if !a.sumExact() {
 		return false
 	}
 	// Every partial sum was an integer of at most 2^53: the float

@@ -92,6 +92,7 @@ func TestCompute(t *testing.T) {
 				t.Fatalf("got %d buckets %+v, want %d", len(got), got, len(c.want))
 			}
 			for i := range got {
+				c.want[i].SetSumExact() // TestSumExact checks it
 				if d := diff(&got[i], &c.want[i], 0); d != "" {
 					t.Errorf("bucket %d: %s", i, d)
 				}
@@ -253,5 +254,46 @@ func TestIncreaseAcrossBuckets(t *testing.T) {
 	m := mergeAll(t, bs, 0)
 	if m.Increase() != raw || m.Resets != 2 || m.Changes != 5 {
 		t.Fatalf("increase %v resets %d changes %d, want %v 2 5", m.Increase(), m.Resets, m.Changes, raw)
+	}
+}
+
+// TestSumExact: SumExact is set exactly when the float64 additions of the
+// points give the int Sum, by Compute, and read back from a cell whole
+// and for the sums alone (FieldsSum).
+func TestSumExact(t *testing.T) {
+	const iv = 600_000
+	big := int64(1) << 52
+	cases := []struct {
+		name string
+		pts  []chunk.Point
+		want bool
+	}{
+		{"small ints", []chunk.Point{{T: 1, V: chunk.Int(3)}, {T: 2, V: chunk.Int(-4)}}, true},
+		{"at 2^53", []chunk.Point{{T: 1, V: chunk.Int(big)}, {T: 2, V: chunk.Int(-big)}}, true},
+		{"past 2^53", []chunk.Point{{T: 1, V: chunk.Int(big)}, {T: 2, V: chunk.Int(big)}, {T: 3, V: chunk.Int(-big)}}, false},
+		{"min int", []chunk.Point{{T: 1, V: chunk.Int(math.MinInt64)}}, false},
+		{"a float", []chunk.Point{{T: 1, V: chunk.Int(3)}, {T: 2, V: chunk.Float(4)}}, false},
+		{"NaN only", []chunk.Point{{T: 1, V: chunk.Float(math.NaN())}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bs, err := Compute(nil, c.pts, iv)
+			if err != nil || len(bs) != 1 {
+				t.Fatalf("%d buckets, %v", len(bs), err)
+			}
+			if bs[0].SumExact != c.want {
+				t.Fatalf("SumExact %v, want %v", bs[0].SumExact, c.want)
+			}
+			cell, err := AppendCell(nil, 0, iv, bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []Fields{FieldsAll, FieldsSum} {
+				got, _, err := decodeFields(cell, 0, f)
+				if err != nil || len(got) != 1 || got[0].SumExact != c.want || !got[0].Sum.Identical(bs[0].Sum) {
+					t.Fatalf("fields %d: decoded %+v, %v", f, got, err)
+				}
+			}
+		})
 	}
 }

@@ -106,7 +106,7 @@ var maxExactRows int64 = 4096
 // series. fn returning false stops the scan without error. A cell that
 // does not decode is an error naming its row (errors.Is ErrCorrupt).
 func Scan(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn func(i int, b *Bucket) bool) error {
-	return scanBuckets(ctx, st, l, intervalMs, tsuids, start, end, maxExactRows, fn)
+	return ScanWith(ctx, st, l, intervalMs, tsuids, start, end, ScanOptions{}, fn)
 }
 
 // ScanDense is Scan for tsuids that are most of their metrics' series (a
@@ -114,12 +114,21 @@ func Scan(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64
 // whole and skips the rows of series not asked for, one seek per range
 // instead of one per row named.
 func ScanDense(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, fn func(i int, b *Bucket) bool) error {
-	return scanBuckets(ctx, st, l, intervalMs, tsuids, start, end, 0, fn)
+	return ScanWith(ctx, st, l, intervalMs, tsuids, start, end, ScanOptions{Dense: true}, fn)
 }
 
-// scanBuckets is Scan naming rows one by one up to maxExact rows per metric
-// and salt bucket.
-func scanBuckets(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end, maxExact int64, fn func(i int, b *Bucket) bool) error {
+// ScanOptions say how ScanWith reads.
+type ScanOptions struct {
+	Dense  bool   // as ScanDense; otherwise as Scan
+	Fields Fields // the fields of the buckets read (Iterator.ResetFields)
+}
+
+// ScanWith is Scan or ScanDense reading the fields o.Fields of each bucket.
+func ScanWith(ctx context.Context, st store.Store, l rowkey.Layout, intervalMs int64, tsuids [][]byte, start, end int64, o ScanOptions, fn func(i int, b *Bucket) bool) error {
+	maxExact := maxExactRows
+	if o.Dense {
+		maxExact = 0
+	}
 	var it Iterator
 	return scanCells(ctx, st, l, intervalMs, tsuids, start, end, maxExact, func(i int, day int64, q Qualifier, v []byte) (bool, error) {
 		if q.Agg != 0 {
@@ -129,7 +138,7 @@ func scanBuckets(ctx context.Context, st store.Store, l rowkey.Layout, intervalM
 		if base+CellSpan(intervalMs) <= start || base >= end {
 			return true, nil
 		}
-		it.Reset(v, base)
+		it.ResetFields(v, base, o.Fields)
 		if it.Interval() != intervalMs && it.Err() == nil {
 			return false, fmt.Errorf("rollup: cell at %d ms holds %d ms buckets in a %d ms row", base, it.Interval(), intervalMs)
 		}
