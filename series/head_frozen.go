@@ -30,13 +30,15 @@ func (oc *openChunk) length() int { return oc.fz.n + len(oc.pts) }
 // freeze encodes the raw points into a block when there are freezeAt of
 // them, strictly increasing and after the frozen ones; otherwise (points
 // out of order: late ones, rewrites) they stay raw until the chunk seals.
-// A late chunk (late.go: a backfill's, or late points') never freezes: it
-// seals within -late-grace, so its raw points are short-lived and
-// encoding them twice would only cost CPU.
+// Late chunks (late.go) freeze too, but into packed blocks of 12 bytes a
+// point (appendPacked), which cost next to nothing to write and read: in a
+// backfill every chunk is late, its raw points were most of the head's
+// memory, and a late chunk seals within -late-grace, so its blocks are
+// short-lived.
 // The raw slice is kept for the next points.
 func (oc *openChunk) freeze() {
 	pts := oc.pts
-	if oc.late || len(pts) < freezeAt || (oc.fz.n > 0 && pts[0].T <= oc.fz.last) {
+	if len(pts) < freezeAt || (oc.fz.n > 0 && pts[0].T <= oc.fz.last) {
 		return
 	}
 	for i := 1; i < len(pts); i++ {
@@ -44,7 +46,13 @@ func (oc *openChunk) freeze() {
 			return
 		}
 	}
-	b, err := chunk.AppendFast(make([]byte, 0, 16+8*len(pts)), oc.hour, pts)
+	var b []byte
+	var err error
+	if oc.late {
+		b, err = appendPacked(make([]byte, 0, packedSize*len(pts)), oc.hour, pts)
+	} else {
+		b, err = chunk.AppendFast(make([]byte, 0, 16+8*len(pts)), oc.hour, pts)
+	}
 	if err != nil {
 		return // not encodable (cannot happen for points of the chunk's hour): keep them raw
 	}
@@ -62,12 +70,24 @@ func (oc *openChunk) freeze() {
 // (the frozen ones decoded, then the raw ones).
 func (oc *openChunk) appendAll(dst []chunk.Point) []chunk.Point {
 	for _, b := range oc.fz.blocks {
-		var err error
-		if dst, err = chunk.Decode(dst, b, oc.hour); err != nil {
-			panic("series: a frozen block of an open chunk does not decode: " + err.Error())
-		}
+		dst = oc.decodeBlock(dst, b)
 	}
 	return append(dst, oc.pts...)
+}
+
+// decodeBlock appends the points of the frozen block b to dst: packed in a
+// late chunk, in the chunk format in an in-time one.
+func (oc *openChunk) decodeBlock(dst []chunk.Point, b []byte) []chunk.Point {
+	var err error
+	if oc.late {
+		dst, err = decodePacked(dst, b, oc.hour)
+	} else {
+		dst, err = chunk.Decode(dst, b, oc.hour)
+	}
+	if err != nil {
+		panic("series: a frozen block of an open chunk does not decode: " + err.Error())
+	}
+	return dst
 }
 
 // thaw returns every point of the open chunk as raw points (in arrival
@@ -97,10 +117,7 @@ func (oc *openChunk) appendRange(dst []chunk.Point, start, end int64) []chunk.Po
 	if oc.fz.n > 0 && oc.fz.last >= start && oc.fz.first <= end {
 		for _, b := range oc.fz.blocks {
 			n := len(dst)
-			var err error
-			if dst, err = chunk.Decode(dst, b, oc.hour); err != nil {
-				panic("series: a frozen block of an open chunk does not decode: " + err.Error())
-			}
+			dst = oc.decodeBlock(dst, b)
 			keep := dst[:n]
 			for _, p := range dst[n:] {
 				if p.T >= start && p.T <= end {

@@ -19,8 +19,9 @@ func TestOpenChunkFrozen(t *testing.T) {
 	const hour = int64(1_700_000_000_000) - int64(1_700_000_000_000)%rowkey.HourMs
 	rng := rand.New(rand.NewPCG(5, 6))
 	values := []chunk.Value{chunk.Float(math.NaN()), chunk.Float(math.Inf(1)), chunk.Float(math.Inf(-1)), chunk.Float(0.25), chunk.Int(-7)}
-	for run := 0; run < 200; run++ {
-		oc := &openChunk{hour: hour, pts: make([]chunk.Point, 0, freezeAt)}
+	for run := 0; run < 400; run++ {
+		// Odd runs are late chunks (packed blocks), even ones in-time.
+		oc := &openChunk{hour: hour, pts: make([]chunk.Point, 0, freezeAt), late: run%2 == 1}
 		var all []chunk.Point
 		tm := hour + rng.Int64N(1000)
 		n := 1 + rng.IntN(400)
@@ -77,16 +78,30 @@ func TestOpenChunkFrozen(t *testing.T) {
 
 func cmpT(a, b chunk.Point) int { return int(a.T - b.T) }
 
-// TestLateChunkDoesNotFreeze: a late chunk keeps its points raw (it seals
-// within -late-grace; encoding them would be wasted work).
-func TestLateChunkDoesNotFreeze(t *testing.T) {
+// TestLateChunkFreezesPacked: a late chunk whose points come in order
+// freezes them, 12 bytes a point, and gives them back as they came.
+func TestLateChunkFreezesPacked(t *testing.T) {
 	const hour = int64(1_700_000_000_000) - int64(1_700_000_000_000)%rowkey.HourMs
 	oc := &openChunk{hour: hour, late: true}
+	var all []chunk.Point
 	for i := int64(0); i < 3*freezeAt; i++ {
-		oc.pts = append(oc.pts, chunk.Point{T: hour + i*1000, V: chunk.Int(i)})
+		p := chunk.Point{T: hour + i*1000, V: chunk.Int(i)}
+		if i%2 == 1 {
+			p.V = chunk.Float(float64(i) / 4)
+		}
+		all = append(all, p)
+		oc.pts = append(oc.pts, p)
 		oc.freeze()
 	}
-	if oc.fz.n != 0 || len(oc.pts) != 3*freezeAt {
-		t.Fatalf("late chunk: %d frozen, %d raw", oc.fz.n, len(oc.pts))
+	if oc.fz.n != 3*freezeAt || len(oc.pts) != 0 || len(oc.fz.blocks) != 3 {
+		t.Fatalf("late chunk: %d frozen in %d blocks, %d raw; want %d frozen in 3", oc.fz.n, len(oc.fz.blocks), len(oc.pts), 3*freezeAt)
+	}
+	for _, b := range oc.fz.blocks {
+		if len(b) != packedSize*freezeAt {
+			t.Fatalf("a packed block of %d points holds %d bytes, want %d", freezeAt, len(b), packedSize*freezeAt)
+		}
+	}
+	if got := oc.thaw(); !slices.Equal(got, all) {
+		t.Fatalf("thaw differs from the points appended")
 	}
 }

@@ -22,8 +22,15 @@ import (
 // walk with two decimals, as the load generator's gauges), appended in
 // batches of one point per series with the clock inside that hour, so
 // nothing seals. It reports the live heap after the points (a GC before
-// each reading) minus the heap before, per point.
+// each reading) minus the heap before, per point. Its late case is the
+// same points with the clock a day later, as in a backfill: every chunk is
+// a late one (late.go), none due before the points are in.
 func BenchmarkHeadMemory(b *testing.B) {
+	b.Run("open", func(b *testing.B) { benchHeadMemory(b, t0+1000) })
+	b.Run("late", func(b *testing.B) { benchHeadMemory(b, t0+24*rowkey.HourMs) })
+}
+
+func benchHeadMemory(b *testing.B, now int64) {
 	const nSeries, nSteps = 2000, 360
 	labels := make([]series.Labels, nSeries)
 	for i := range labels {
@@ -40,7 +47,7 @@ func BenchmarkHeadMemory(b *testing.B) {
 		}
 		layout := rowkey.DefaultLayout()
 		h, err := series.OpenDB(context.Background(), st, uid.New(st, layout, uid.Options{}), series.Options{
-			Layout: layout, Logger: quiet, Now: func() time.Time { return time.UnixMilli(t0 + 1000) },
+			Layout: layout, Logger: quiet, Now: func() time.Time { return time.UnixMilli(now) },
 			WAL: wal.Options{Dir: filepath.Join(dir, "wal"), Sync: wal.SyncInterval},
 		})
 		if err != nil {
