@@ -473,13 +473,12 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 		seg = segment
 		buf = h.walSeries(segment, buf, series) // append_admit.go
 		buf = appendSamplesHeader(buf, ok)
-		var prev int64
+		var enc sampleEncoder
 		for i, s := range series {
 			if s == nil {
 				continue
 			}
-			buf = appendSample(buf, s.ref, samples[i].T-prev, samples[i].V)
-			prev = samples[i].T
+			buf = enc.append(buf, s.ref, samples[i].T, samples[i].V)
 		}
 		return buf
 	})
