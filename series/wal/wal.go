@@ -66,9 +66,11 @@ func ParseSyncMode(s string) (SyncMode, error) {
 	return 0, fmt.Errorf("wal: unknown sync mode %q (want always or interval)", s)
 }
 
-// Defaults of Options.
+// Defaults of Options. Segments are removed whole, so the WAL can shrink
+// only by a segment at a time: at 16 MiB a backfill's WAL is truncated as
+// its older hours reach the store (docs/format/wal.md, "Segment size").
 const (
-	DefaultSegmentSize  = 128 << 20
+	DefaultSegmentSize  = 16 << 20
 	DefaultSyncInterval = time.Second
 )
 
