@@ -19,7 +19,7 @@
 #                   counters) or float (full-precision floats)
 #   -workers N      concurrent writers (default 4)
 #   -batch N        points per request (default 5000)
-#   -queries N      queries of the dashboard mix per system (default 250)
+#   -queries N      queries of the dashboard mix per system (default 250; 0: none, writes only)
 #   -concurrency N  queries in flight (default 4)
 #   -only LIST      systems to run, comma-separated, of hg-fsync,hg-interval,vm,prom (default: all given)
 #   -dialects LIST  write dialects, comma-separated (default: every one each system speaks)
@@ -262,7 +262,7 @@ run_system() {
       -workers "$WORKERS" -batch "$BATCH" -duration 2h -pid "$SERVER_PID" -label "$tag" -progress 10s "${extra[@]}" \
       -json "$OUT/reports/$tag.write.json" | tee "$OUT/reports/$tag.write.txt"
     local qrep="-"
-    if [ -z "$queried" ]; then
+    if [ -z "$queried" ] && [ "$QUERIES" -gt 0 ]; then # -queries 0: writes only
       queried=1
       state_before_queries "$startfn" "$HTTP_URL" "$tag"
       local qd=prom
