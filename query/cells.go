@@ -158,8 +158,19 @@ var arenas = sync.Pool{New: func() any { return new(arena) }}
 // keptArenas holds the arenas of scans whose cells outlive them (a PromQL
 // querier's), to be released together once the cells are done with.
 type keptArenas struct {
-	mu sync.Mutex
-	as []*arena
+	mu    sync.Mutex
+	as    []*arena
+	heads []*[]chunk.Point // the scans' head points (headSnapshots)
+}
+
+// addHead keeps a scan's buffer of head points (may be nil) until release.
+func (k *keptArenas) addHead(buf *[]chunk.Point) {
+	if buf == nil {
+		return
+	}
+	k.mu.Lock()
+	k.heads = append(k.heads, buf)
+	k.mu.Unlock()
 }
 
 func (k *keptArenas) add(a *arena) {
@@ -171,12 +182,15 @@ func (k *keptArenas) add(a *arena) {
 // release releases every arena held: nothing may read their cells after.
 func (k *keptArenas) release() {
 	k.mu.Lock()
-	as := k.as
-	k.as = nil
+	as, heads := k.as, k.heads
+	k.as, k.heads = nil, nil
 	k.mu.Unlock()
 	for _, a := range as {
 		a.release()
 		arenas.Put(a)
+	}
+	for _, h := range heads {
+		putHeadBuf(h)
 	}
 }
 

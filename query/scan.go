@@ -177,8 +177,17 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
 	var total int64 // points read, the head's and the store's
-	if err := e.headSnapshots(ctx, entries, scs, start, end, lim); err != nil {
+	hb, err := e.headSnapshots(ctx, entries, scs, start, end, lim)
+	if err != nil {
 		return nil, err
+	}
+	switch {
+	case consume != nil:
+		// Every consume has returned, and nothing reads the head's
+		// points after, when scan does.
+		defer putHeadBuf(hb)
+	case keep != nil:
+		keep.addHead(hb)
 	}
 	for i := range entries {
 		scs[i].n = len(scs[i].head)
