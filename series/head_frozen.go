@@ -2,6 +2,7 @@ package series
 
 import (
 	"slices"
+	"sort"
 
 	"hourglass/chunk"
 )
@@ -20,8 +21,17 @@ const freezeAt = 32
 // increasing and, in arrival order, before every raw point of the chunk.
 type frozen struct {
 	blocks      [][]byte
-	n           int   // points in blocks
-	first, last int64 // their span, when n > 0
+	meta        []blockMeta // of each block, in the same order
+	n           int         // points in blocks
+	first, last int64       // their span, when n > 0
+}
+
+// blockMeta is what a read needs of a frozen block before it decodes it:
+// which blocks a range meets, and how many points they hold (16 bytes a
+// block of freezeAt points, beside the 7-12 bytes a point of the block).
+type blockMeta struct {
+	first int64 // the block's first timestamp
+	n     int   // its points
 }
 
 // length is the points the open chunk holds, frozen and raw.
@@ -60,6 +70,7 @@ func (oc *openChunk) freeze() {
 		oc.fz.first = pts[0].T
 	}
 	oc.fz.blocks = append(oc.fz.blocks, slices.Clip(b))
+	oc.fz.meta = append(oc.fz.meta, blockMeta{first: pts[0].T, n: len(pts)})
 	oc.fz.n += len(pts)
 	oc.fz.last = pts[len(pts)-1].T
 	clear(pts)
@@ -101,31 +112,60 @@ func (oc *openChunk) thaw() []chunk.Point {
 	return all
 }
 
+// frozenIn returns the frozen blocks blocks[lo:hi] that may hold points in
+// [start, end]: the blocks are strictly increasing, so block i holds points
+// from its first timestamp to before block i+1's. A query ending at an
+// hour's start (the long query's 1 h steps) meets the newest hour's open
+// chunk in one point at most, and decoding its every block to keep that
+// one cost as much as the rest of the query's head.
+func (oc *openChunk) frozenIn(start, end int64) (lo, hi int) {
+	n := len(oc.fz.meta)
+	if oc.fz.n == 0 || oc.fz.last < start || oc.fz.first > end {
+		return 0, 0
+	}
+	if oc.fz.first >= start && oc.fz.last <= end {
+		return 0, n
+	}
+	// The first block whose successor starts after start, and the first
+	// block that starts after end.
+	lo = sort.Search(n-1, func(i int) bool { return oc.fz.meta[i+1].first > start })
+	hi = sort.Search(n, func(i int) bool { return oc.fz.meta[i].first > end })
+	return lo, max(lo, hi)
+}
+
 // countRange is an upper bound of the open chunk's points in [start, end]:
-// exact for the raw ones, all frozen ones if their span meets the range.
+// exact for the raw ones, every point of the frozen blocks that may hold
+// some (frozenIn).
 func (oc *openChunk) countRange(start, end int64) int {
 	n := countRange(oc.pts, start, end)
-	if oc.fz.n > 0 && oc.fz.last >= start && oc.fz.first <= end {
-		n += oc.fz.n
+	lo, hi := oc.frozenIn(start, end)
+	if lo == 0 && hi == len(oc.fz.meta) {
+		return n + oc.fz.n
+	}
+	for _, m := range oc.fz.meta[lo:hi] {
+		n += m.n
 	}
 	return n
 }
 
 // appendRange appends the open chunk's points in [start, end] to dst, in
-// arrival order.
+// arrival order: of the frozen blocks, only those frozenIn gives are
+// decoded.
 func (oc *openChunk) appendRange(dst []chunk.Point, start, end int64) []chunk.Point {
-	if oc.fz.n > 0 && oc.fz.last >= start && oc.fz.first <= end {
-		for _, b := range oc.fz.blocks {
-			n := len(dst)
-			dst = oc.decodeBlock(dst, b)
-			keep := dst[:n]
-			for _, p := range dst[n:] {
-				if p.T >= start && p.T <= end {
-					keep = append(keep, p)
-				}
-			}
-			dst = keep
+	lo, hi := oc.frozenIn(start, end)
+	for _, b := range oc.fz.blocks[lo:hi] {
+		n := len(dst)
+		dst = oc.decodeBlock(dst, b)
+		if dst[n].T >= start && dst[len(dst)-1].T <= end {
+			continue // the block is wholly in range
 		}
+		keep := dst[:n]
+		for _, p := range dst[n:] {
+			if p.T >= start && p.T <= end {
+				keep = append(keep, p)
+			}
+		}
+		dst = keep
 	}
 	return appendRange(dst, oc.pts, start, end)
 }

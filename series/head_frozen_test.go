@@ -59,15 +59,39 @@ func TestOpenChunkFrozen(t *testing.T) {
 		if !ok || lo != slices.MinFunc(all, cmpT).T || hi != slices.MaxFunc(all, cmpT).T {
 			t.Fatalf("run %d: span %d..%d %v", run, lo, hi, ok)
 		}
-		for q := 0; q < 5; q++ {
-			start := hour + rng.Int64N(rowkey.HourMs)
-			end := start + rng.Int64N(rowkey.HourMs/2)
+		// countRange counts at most the two frozen blocks the range cuts
+		// beyond the points in range.
+		// Each block's meta is its first timestamp and point count.
+		maxBlock := 0
+		if len(oc.fz.meta) != len(oc.fz.blocks) {
+			t.Fatalf("run %d: %d blocks, %d metas", run, len(oc.fz.blocks), len(oc.fz.meta))
+		}
+		for i, b := range oc.fz.blocks {
+			pts := oc.decodeBlock(nil, b)
+			if m := oc.fz.meta[i]; m.n != len(pts) || m.first != pts[0].T {
+				t.Fatalf("run %d: block %d: meta %+v, %d points from %d", run, i, m, len(pts), pts[0].T)
+			}
+			maxBlock = max(maxBlock, len(pts))
+		}
+		for q := 0; q < 12; q++ {
+			var start, end int64
+			switch q % 3 {
+			case 0:
+				start = hour + rng.Int64N(rowkey.HourMs)
+				end = start + rng.Int64N(rowkey.HourMs/2)
+			case 1: // from or to a point's timestamp, or one point's alone
+				start = all[rng.IntN(len(all))].T
+				end = start + rng.Int64N(3)*rng.Int64N(rowkey.HourMs/4)
+			default:
+				end = all[rng.IntN(len(all))].T
+				start = end - rng.Int64N(3)*rng.Int64N(rowkey.HourMs/4)
+			}
 			want := appendRange(nil, all, start, end)
 			if got := oc.appendRange(nil, start, end); !slices.Equal(got, want) {
 				t.Fatalf("run %d: appendRange [%d, %d]: %d points, want %d", run, start, end, len(got), len(want))
 			}
-			if c := oc.countRange(start, end); c < len(want) {
-				t.Fatalf("run %d: countRange [%d, %d] = %d < %d", run, start, end, c, len(want))
+			if c := oc.countRange(start, end); c < len(want) || c > len(want)+2*maxBlock {
+				t.Fatalf("run %d: countRange [%d, %d] = %d for %d points in range (blocks of up to %d)", run, start, end, c, len(want), maxBlock)
 			}
 		}
 		if got := oc.thaw(); !slices.Equal(got, all) || oc.fz.n != 0 {
