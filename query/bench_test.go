@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,8 +91,19 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The head's clock: the wall clock (every chunk of the data, years
+	// old, a late one) until the last hour, then the time of the point
+	// being written, so that the last hour's chunks are open in time and
+	// freeze as a running server's do (series/head_frozen.go).
+	var clock atomic.Int64
+	now := func() time.Time {
+		if ms := clock.Load(); ms != 0 {
+			return time.UnixMilli(ms)
+		}
+		return time.Now()
+	}
 	h, err := series.Open(ctx, st, uid.New(st, layout, uid.Options{}), idx, series.Options{
-		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")},
+		Layout: layout, Logger: quiet, WAL: wal.Options{Dir: filepath.Join(dir, "wal")}, Now: now,
 	})
 	if err != nil {
 		return nil, err
@@ -118,6 +131,9 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 			}
 		}
 		t := benchT0 + int64(s)*benchStepMs
+		if s >= steps-int(rowkey.HourMs/benchStepMs) {
+			clock.Store(t)
+		}
 		for i := range ls {
 			vals[i] = min(max(vals[i]+rng.Int64N(201)-100, 0), 10000)
 			samples[i] = series.Sample{Labels: ls[i], T: t, V: chunk.Float(float64(vals[i]) / 100)}
@@ -271,23 +287,46 @@ func TestMain(m *testing.M) {
 // the hour read (the selectors read 5 m more).
 func BenchmarkPromMix(b *testing.B) {
 	env := openBench(b)
+	// The head's hour: the last hour of points, 10 s before the next
+	// whole hour (the load generator's queries end at the last point).
+	headEnd := env.end + rowkey.HourMs - benchStepMs
 	for _, c := range []struct {
 		name, q string
-		k       int // series × 61 steps answered
+		k       int // series × 61 steps answered (361 for raw)
+		head    bool
 	}{
-		{"sum", `sum by (region) ({__name__="cpu.usage"})`, 4},
-		{"topk", `topk(5, {__name__="cpu.usage"})`, 5},
-		{"rate", `sum by (region) (rate({__name__="cpu.usage"}[5m]))`, 4},
+		{"sum", `sum by (region) ({__name__="cpu.usage"})`, 4, false},
+		{"topk", `topk(5, {__name__="cpu.usage"})`, 5, false},
+		{"rate", `sum by (region) (rate({__name__="cpu.usage"}[5m]))`, 4, false},
+		// The same over the head's hour, and the raw kind (one series at
+		// the points' own 10 s steps).
+		{"head-sum", `sum by (region) ({__name__="cpu.usage"})`, 4, true},
+		{"head-topk", `topk(5, {__name__="cpu.usage"})`, 5, true},
+		{"head-rate", `sum by (region) (rate({__name__="cpu.usage"}[5m]))`, 4, true},
+		{"head-raw", `{__name__="cpu.usage",host="h00007"}`, 1, true},
+		// The head's last half hour: the range cuts the open chunks.
+		{"head-half-sum", `sum by (region) ({__name__="cpu.usage"})`, 4, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
 			eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 			qy := env.eng.Queryable(query.PromLimits{})
-			start := env.end - rowkey.HourMs
+			end, step, steps, perSeries := env.end, time.Minute, 61, benchSeries
+			if c.head {
+				end = headEnd
+			}
+			if strings.HasSuffix(c.name, "raw") {
+				step, steps, perSeries = benchStepMs*time.Millisecond, int(rowkey.HourMs/benchStepMs+1), 1
+			}
+			rng := rowkey.HourMs
+			if strings.Contains(c.name, "half") {
+				rng, steps = rowkey.HourMs/2, 31
+			}
+			start := end - rng
 			b.ReportAllocs()
-			defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
+			defer reportCPU(b, startCPU(), perSeries*int(rng/benchStepMs+1))
 			for b.Loop() {
-				q, err := eng.NewRangeQuery(ctx, qy, nil, c.q, time.UnixMilli(start), time.UnixMilli(env.end), time.Minute)
+				q, err := eng.NewRangeQuery(ctx, qy, nil, c.q, time.UnixMilli(start), time.UnixMilli(end), step)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -303,7 +342,7 @@ func BenchmarkPromMix(b *testing.B) {
 				for _, s := range m {
 					n += len(s.Floats)
 				}
-				if want := c.k * 61; n != want {
+				if want := c.k * steps; n != want {
 					b.Fatalf("%d series, %d points, want %d", len(m), n, want)
 				}
 				q.Close()
