@@ -14,7 +14,9 @@ import (
 // Options configures Open. The zero value is a good default.
 type Options struct {
 	// CacheSize is the size of the block cache in bytes: uncompressed SSTable
-	// blocks shared by every read. Default 128 MiB.
+	// blocks shared by every read. Default 128 MiB. Pebble counts memtables
+	// against its cache, so the cache made is larger by two memtables
+	// (MemTableSize each) and CacheSize is what blocks get.
 	CacheSize int64
 
 	// MemTableSize is the size of one memtable in bytes. Writes go to the

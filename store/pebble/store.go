@@ -80,7 +80,14 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	if cacheSize <= 0 {
 		cacheSize = DefaultOptions().CacheSize
 	}
-	cache := pebbledb.NewCache(cacheSize)
+	// Pebble counts the memtables it allocates against the block cache
+	// (Cache.Reserve): sized to cacheSize alone, the cache of a store under
+	// sustained ingest, whose data memtable is full size, held no block at
+	// all. The cache is made larger by the memtables' usual share, the
+	// filling memtable of each of the two databases, so that cacheSize is
+	// left for blocks; memtables queued behind a slow flush still take
+	// from it until they are flushed.
+	cache := pebbledb.NewCache(cacheSize + 2*int64(po.MemTableSize))
 	defer cache.Unref() // the DB holds its own reference
 	po.Cache = cache
 	db, err := pebbledb.Open(dir, po)
