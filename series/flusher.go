@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,34 +303,21 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 			}
 		}
 		first, last := pts[0].T, pts[len(pts)-1].T
-		var overlapping []cellSpan
-		keep := ri.cells[:0]
-		for _, cs := range ri.cells {
-			if cs.last >= first && cs.first <= last {
-				overlapping = append(overlapping, cs)
-			} else {
-				keep = append(keep, cs)
-			}
-		}
-		if f.foldDue(keep, overlapping, len(pts)) {
-			// The row's cells piled up: rewrite them all as full cells.
-			overlapping, keep = append(overlapping, keep...), keep[:0]
-			f.m.rowFolds.Inc()
+		p, err := f.planRow(ctx, row, ri, first, last, len(pts))
+		if err != nil {
+			return buf, err
 		}
 		// The points written are the whole row when no cell stays beside them.
-		complete := len(keep) == 0 && !ri.foreign
+		complete := p.keep.cells == 0 && !ri.foreign
 		// Hook (rollup_continue.go): the new points follow the row's own.
-		prevLast, follows := rowLastT(keep)
-		follows = follows && len(overlapping) == 0 && !ri.foreign && prevLast < first
-		ri.cells = keep
-		if len(overlapping) > 0 {
-			merged, err = f.mergeCells(ctx, row, c.hour, overlapping, pts, merged[:0])
-			if err != nil {
-				return buf, err
-			}
+		prevLast := p.keep.last
+		follows := p.keep.cells > 0 && len(p.overlapping) == 0 && !ri.foreign && prevLast < first
+		if len(p.overlapping) > 0 {
+			merged = f.mergeCells(row, c.hour, p.stored, p.overlapping, pts, merged[:0])
 			pts = merged
 		}
-		newQuals := map[string]bool{}
+		own := p.keep
+		var newQuals map[string]bool // the qualifiers written, when cells are rewritten
 		for start := 0; start < len(pts); start += f.maxPoints {
 			part := pts[start:min(start+f.maxPoints, len(pts))]
 			q := rowkey.AppendQualifier(nil, uint32(part[0].T-c.hour), f.writerID)
@@ -340,15 +326,20 @@ func (f *Flusher) writeChunks(ctx context.Context, batch []*sealedChunk, buf []b
 				panic("series: a sealed chunk does not encode: " + err.Error())
 			}
 			muts = append(muts, store.Mutation{Row: row, Qualifier: q, Value: b})
-			ri.cells = append(ri.cells, cellSpan{first: part[0].T, last: part[len(part)-1].T, n: len(part), qual: q})
-			newQuals[string(q)] = true
+			own.add(cellSpan{first: part[0].T, last: part[len(part)-1].T, n: len(part)})
+			if len(p.overlapping) > 0 {
+				if newQuals == nil {
+					newQuals = map[string]bool{}
+				}
+				newQuals[string(q)] = true
+			}
 		}
-		for _, cs := range overlapping {
+		for _, cs := range p.overlapping {
 			if !newQuals[string(cs.qual)] {
 				muts = append(muts, store.Mutation{Row: row, Qualifier: cs.qual, Delete: true})
 			}
 		}
-		sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
+		ri.own = own
 		if f.rollups != nil {
 			r := rollupRow{tsuid: s.tsuid, hour: c.hour, complete: complete}
 			if complete {
@@ -415,162 +406,6 @@ func rowWork(batch []*sealedChunk) []chunkWork {
 	return work
 }
 
-// rowInfo returns what this writer has in the row, reading the row the first
-// time this process seals into that hour of the series.
-func (f *Flusher) rowInfo(ctx context.Context, s *memSeries, hour int64, row []byte) (*rowInfo, error) {
-	if ri := s.cachedRow(hour); ri != nil {
-		return ri, nil
-	}
-	cells, err := f.st.ReadRow(ctx, store.TableData, row)
-	if err != nil {
-		return nil, err
-	}
-	ri := rowInfo{hour: hour}
-	var it chunk.Iterator
-	for _, c := range cells {
-		if cs, ok := f.ownCell(&it, row, hour, c); ok {
-			ri.cells = append(ri.cells, cs)
-		} else {
-			ri.foreign = true
-		}
-	}
-	return f.keepRow(s, ri), nil
-}
-
-// prefetchRows reads, with one Scan of exact rows, the rows of the batch
-// that this writer has not looked at yet, and records them as rowInfo
-// would: one request for the batch instead of a ReadRow per row, which on
-// Bigtable would be a round trip each, one after the other. The rows older
-// than the few the series keeps are returned by row key, for one use.
-func (f *Flusher) prefetchRows(ctx context.Context, batch []*sealedChunk) (map[string]*rowInfo, error) {
-	type want struct {
-		s   *memSeries
-		row []byte
-		ri  rowInfo
-	}
-	var wants []*want
-	byRow := map[string]*want{}
-	for _, c := range batch {
-		if c.s.cachedRow(c.hour) != nil {
-			continue
-		}
-		row := f.layout.AppendRowKey(nil, c.s.tsuid, c.hour)
-		if byRow[string(row)] != nil {
-			continue
-		}
-		w := &want{s: c.s, row: row, ri: rowInfo{hour: c.hour}}
-		byRow[string(row)] = w
-		wants = append(wants, w)
-	}
-	if len(wants) < 2 {
-		return nil, nil // rowInfo reads one row as well
-	}
-	sort.Slice(wants, func(i, j int) bool { return string(wants[i].row) < string(wants[j].row) })
-	ranges := make([]store.KeyRange, len(wants))
-	for i, w := range wants {
-		ranges[i] = store.RowRange(w.row)
-	}
-	var it chunk.Iterator
-	err := f.st.Scan(ctx, store.TableData, ranges, func(c store.Cell) bool {
-		if w := byRow[string(c.Row)]; w != nil {
-			if cs, ok := f.ownCell(&it, w.row, w.ri.hour, c); ok {
-				w.ri.cells = append(w.ri.cells, cs)
-			} else {
-				w.ri.foreign = true
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range wants {
-		f.keepRow(w.s, w.ri)
-	}
-	// Late chunks of many old hours of one series: without this, each of
-	// the rows keepRow did not keep would be read again by rowInfo.
-	uncached := map[string]*rowInfo{}
-	for _, w := range wants {
-		if w.s.cachedRow(w.ri.hour) == nil {
-			uncached[string(w.row)] = &w.ri
-		}
-	}
-	return uncached, nil
-}
-
-// cachedRow returns what the flusher recorded of the series' row of hour, or nil.
-func (s *memSeries) cachedRow(hour int64) *rowInfo {
-	for i := range s.rows {
-		if s.rows[i].hour == hour {
-			return &s.rows[i]
-		}
-	}
-	return nil
-}
-
-// ownCell returns the time span of a cell of row that this writer wrote;
-// false for another writer's cell or one that does not decode.
-func (f *Flusher) ownCell(it *chunk.Iterator, row []byte, hour int64, c store.Cell) (cellSpan, bool) {
-	_, writer, err := rowkey.ParseQualifier(c.Qualifier)
-	if err != nil || writer != f.writerID {
-		return cellSpan{}, false
-	}
-	if err := it.Reset(c.Value, hour); err != nil {
-		f.log.Warn("unreadable cell", "row", row, "err", err)
-		return cellSpan{}, false
-	}
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	n := 0
-	for it.Next() {
-		t, _ := it.At()
-		first, last = min(first, t), max(last, t)
-		n++
-	}
-	if first > last {
-		return cellSpan{}, false
-	}
-	return cellSpan{first: first, last: last, n: n, qual: append([]byte(nil), c.Qualifier...)}, true
-}
-
-// keepRow records ri among the series' newest few rows and returns it; older
-// rows are read again if ever needed, and a row older than those kept is
-// returned for one use.
-func (f *Flusher) keepRow(s *memSeries, ri rowInfo) *rowInfo {
-	sort.Slice(ri.cells, func(i, j int) bool { return ri.cells[i].first < ri.cells[j].first })
-	s.rows = append(s.rows, ri)
-	sort.Slice(s.rows, func(i, j int) bool { return s.rows[i].hour > s.rows[j].hour })
-	if len(s.rows) > 3 {
-		s.rows = s.rows[:3]
-	}
-	if r := s.cachedRow(ri.hour); r != nil {
-		return r
-	}
-	return &ri
-}
-
-// mergeCells returns the points of the overlapping cells with pts laid over
-// them (pts win on equal timestamps), sorted.
-func (f *Flusher) mergeCells(ctx context.Context, row []byte, hour int64, cells []cellSpan, pts, dst []chunk.Point) ([]chunk.Point, error) {
-	stored, err := f.st.ReadRow(ctx, store.TableData, row)
-	if err != nil {
-		return dst, err
-	}
-	want := map[string]bool{}
-	for _, c := range cells {
-		want[string(c.qual)] = true
-	}
-	for _, c := range stored {
-		if !want[string(c.Qualifier)] {
-			continue
-		}
-		if dst, err = chunk.Decode(dst, c.Value, hour); err != nil {
-			f.log.Warn("unreadable cell dropped while merging", "row", row, "err", err)
-		}
-	}
-	dst = append(dst, pts...) // last, so they win
-	return SortDedup(dst), nil
-}
-
 func (f *Flusher) enqueue(cs []*sealedChunk) {
 	f.mu.Lock()
 	f.q = append(f.q, cs...)
@@ -591,26 +426,6 @@ func (f *Flusher) stop() {
 	f.q = append(f.q, nil) // a nil chunk tells the flusher to stop
 	f.mu.Unlock()
 	f.cond.Broadcast()
-}
-
-// foldDue reports whether writing pts points into a row whose cells are
-// keep (untouched) and overlapping (merged with the points) would leave the
-// row with more than 2×(the fewest cells that hold its points)+FoldSlack
-// cells. Folding then rewrites every cell: amortised over the cells that
-// piled up, a late point costs about a chunk's worth of rewriting.
-func (f *Flusher) foldDue(keep, overlapping []cellSpan, pts int) bool {
-	maxPts := f.maxPoints
-	merged := pts
-	for _, c := range overlapping {
-		merged += c.n
-	}
-	total := merged
-	for _, c := range keep {
-		total += c.n
-	}
-	fewest := (total + maxPts - 1) / maxPts
-	after := len(keep) + (merged+maxPts-1)/maxPts
-	return len(keep) > 0 && after > 2*fewest+FoldSlack
 }
 
 // writeIndex persists index mutations. With the index sync on, it first

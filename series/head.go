@@ -204,7 +204,7 @@ type memSeries struct {
 	sealAt     int   // points at which an in-time chunk seals (Options.ChunkSpread)
 	gone       bool  // forgotten by forgetIdle: appenders must look the series up again
 
-	rows []rowInfo // owned by the flusher
+	rows []rowInfo // owned by the flusher (flusher_rows.go)
 }
 
 type openChunk struct {
@@ -228,21 +228,6 @@ type sealedChunk struct {
 	minSeg int
 
 	del *deleteJob // set instead of the rest: a delete in the flusher's queue
-}
-
-// rowInfo is what the flusher knows of the cells this writer has in one row.
-type rowInfo struct {
-	hour  int64
-	cells []cellSpan
-	// foreign: the row held cells of another writer (or unreadable ones)
-	// when it was read; its rollups are computed from the row read back.
-	foreign bool
-}
-
-type cellSpan struct {
-	first, last int64
-	n           int // points
-	qual        []byte
 }
 
 // Sample is one point to append, with the series it belongs to.

@@ -192,15 +192,3 @@ func cellBucket(cell []byte, base, start int64) (rollup.Bucket, bool) {
 	}
 	return rollup.Bucket{}, false
 }
-
-// rowLastT returns the last timestamp of the cells, and false if there are none.
-func rowLastT(cells []cellSpan) (int64, bool) {
-	if len(cells) == 0 {
-		return 0, false
-	}
-	last := cells[0].last
-	for _, cs := range cells[1:] {
-		last = max(last, cs.last)
-	}
-	return last, true
-}
