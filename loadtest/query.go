@@ -133,7 +133,11 @@ func MakeQuery(g *Generator, cfg *QueryConfig, kind string, i int) (Query, error
 	case KindLong:
 		// 24 buckets over the range: 1h over a day.
 		q.Step = max(cfg.LongRange/24, time.Duration(g.IntervalMs())*time.Millisecond)
-		q.Step = q.Step.Truncate(time.Second)
+		if q.Step >= time.Second {
+			q.Step = q.Step.Truncate(time.Second)
+		} else {
+			q.Step = q.Step.Truncate(time.Millisecond) // the soak's measure: ranges of data 1 ms apart
+		}
 		q.End = cfg.End - cfg.End%q.Step.Milliseconds()
 		q.Start = q.End - cfg.LongRange.Milliseconds()
 		q.PromQL = fmt.Sprintf(`avg by (dc) (avg_over_time(%s[%s]))`, gauge, durSpec(q.Step))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -215,7 +216,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	for _, d := range cfg.QueryDialects {
 		sq := &SoakQueries{}
 		rep.Queries[d] = sq
-		wg.Go(func() { queryLoop(sctx, g, cfg, d, sq) })
+		wg.Go(func() { queryLoop(sctx, g, cfg, d, sq, func() int64 { return time.Now().UnixMilli() }) })
 	}
 	wcfg := cfg.Write
 	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = rep.TargetRate, cfg.Duration, true, 0
@@ -249,10 +250,20 @@ const measureInterval = time.Millisecond
 // apart, with the query mix meanwhile when cfg.MeasureQueries. First one
 // step of every series is written, so that the queries find every metric
 // and host from the start; then cfg.MeasureWarmup flat out, untimed, so
-// that the queries' ranges hold minutes of data as they will in the soak
-// (a query's cost grows with the points in its range); then cfg.Measure,
-// the maximum. Each phase's data starts when it does, after the last's:
-// every series is continued in order, and the soak's after them.
+// that the queries' ranges fill with data as they will in the soak (a
+// query's cost grows with the points in its range); then cfg.Measure, the
+// maximum, its data continuing the warm-up's. The warm-up's data starts
+// when it does, after the prime's: every series is continued in order, and
+// the soak's after them.
+//
+// The measure's data is 1 ms apart and, flat out, runs behind the clock (a
+// few seconds of data a minute): its queries end at the newest point
+// written (a step past it, endAhead), not at the clock, and their ranges
+// and steps are the soak's
+// scaled down to hold at most as many steps of each series as the soak's
+// do (measureQueryConfig). Ending at the clock, as before 2026-11-28, the
+// short ones found no data after the first seconds of each phase, and the
+// maximum was the writer's beside queries cheaper than the soak's.
 func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[string]*SoakQueries, err error) {
 	wcfg := cfg.Write
 	wcfg.Rate, wcfg.MaxPoints, wcfg.ServerPID = 0, 0, -1
@@ -260,14 +271,14 @@ func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[s
 	next := time.Now().Truncate(time.Millisecond).Add(-measureInterval)
 	// newPhase makes the generator of a phase starting now, or at next if
 	// the last phase's data reached now (the clock held it back).
-	newPhase := func(steps int) (*Generator, error) {
+	newPhase := func(steps int, cont bool) (*Generator, error) {
 		start := time.Now().Truncate(time.Millisecond)
-		if start.Before(next) {
+		if cont || start.Before(next) {
 			start = next
 		}
 		return NewGenerator(GenConfig{Seed: cfg.Seed, Series: cfg.Series, Interval: measureInterval, Steps: steps, Start: start})
 	}
-	prime, err := newPhase(1)
+	prime, err := newPhase(1, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -285,18 +296,20 @@ func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[s
 		return nil, nil, nil, fmt.Errorf("writing the first step: %d of %d points accepted, %d failed requests%s", p.PointsAccepted, cfg.Series, p.RequestErrors, first)
 	}
 	next = time.UnixMilli(p.LastTs).Add(measureInterval)
+	var newest atomic.Int64 // the newest point written: where the queries end
+	newest.Store(p.LastTs)
+	wcfg.Newest = &newest
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel, deferred below
 	mctx, cancel := context.WithTimeout(ctx, cfg.MeasureWarmup+cfg.Measure)
 	defer cancel()
 	if cfg.MeasureQueries {
-		qcfg := cfg
-		qcfg.QueryRange = min(cfg.QueryRange, 5000*measureInterval)
+		qcfg := measureQueryConfig(cfg)
 		qs = make(map[string]*SoakQueries, len(cfg.QueryDialects))
 		for _, d := range cfg.QueryDialects {
 			sq := &SoakQueries{}
 			qs[d] = sq
-			wg.Go(func() { queryLoop(mctx, prime, qcfg, d, sq) })
+			wg.Go(func() { queryLoop(mctx, prime, qcfg, d, sq, func() int64 { return newest.Load() + qcfg.endAhead() }) })
 		}
 	}
 	wcfg.Live = true
@@ -308,7 +321,7 @@ func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[s
 		if ph.d <= 0 {
 			continue
 		}
-		g, err := newPhase(0)
+		g, err := newPhase(0, ph.label == "measure")
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -330,20 +343,46 @@ func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[s
 	return warm, timed, qs, nil
 }
 
+// measureQueryConfig returns cfg with the query mix sized for the measure's
+// data, 1 ms apart: the short range at most 5,000 steps (the soak's holds
+// at most 5,000 of its intervals), and the step and the long range scaled
+// by as much, so that each query reads about the steps of each series, and
+// aggregates them into the buckets, that the same query of the soak does.
+func measureQueryConfig(cfg SoakConfig) SoakConfig {
+	q := cfg
+	q.QueryRange = min(cfg.QueryRange, 5000*measureInterval)
+	scale := func(d time.Duration) time.Duration {
+		if cfg.QueryRange <= 0 {
+			return d
+		}
+		return max(measureInterval, time.Duration(float64(d)*float64(q.QueryRange)/float64(cfg.QueryRange)).Truncate(time.Millisecond))
+	}
+	q.QueryStep, q.QueryLongRange = scale(cfg.QueryStep), scale(cfg.QueryLongRange)
+	return q
+}
+
+// endAhead is how far past the newest point the measure's queries end: a
+// query aligns its end down to its step (MakeQuery), which at the
+// measure's scale could leave out all of the data, seconds of it; ending
+// a step past the newest point keeps it in every range.
+func (c SoakConfig) endAhead() int64 {
+	return max(c.QueryStep, c.QueryLongRange/24).Milliseconds()
+}
+
 // maxSoakRounds bounds the query rounds of one dialect, whatever the
 // duration.
 const maxSoakRounds = 1_000_000
 
-// queryLoop sends the mix, each round's range ending at the time it starts,
-// until ctx is done, and adds what came back to sq.
-func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string, sq *SoakQueries) {
+// queryLoop sends the mix, each round's range ending at end() as it
+// starts, until ctx is done, and adds what came back to sq.
+func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string, sq *SoakQueries, end func() int64) {
 	var errs errorLog
 	lat := map[string]*Latencies{}
 	for round := 0; round < maxSoakRounds && ctx.Err() == nil; round++ {
 		deadline, _ := ctx.Deadline()
 		qc := QueryConfig{Dialect: dialect, URL: cfg.Write.URL, Concurrency: cfg.QueryConcurrency,
 			Queries: len(QueryKinds) * cfg.QueryConcurrency, Duration: time.Until(deadline),
-			End: time.Now().UnixMilli(), Range: cfg.QueryRange, LongRange: cfg.QueryLongRange, Step: cfg.QueryStep,
+			End: end(), Range: cfg.QueryRange, LongRange: cfg.QueryLongRange, Step: cfg.QueryStep,
 			Seed: cfg.Seed + uint64(round), ServerPID: -1, RequestTimeout: cfg.Write.RequestTimeout}
 		if qc.Duration <= 0 {
 			break

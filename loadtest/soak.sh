@@ -5,7 +5,9 @@
 # against it: the maximum ingest measured by running the soak's own writer
 # (same dialect, series, workers, batch size, live timestamps) flat out for
 # SOAK_MEASURE_WARMUP untimed then SOAK_MEASURE timed, with the query mix
-# running (SOAK_MEASURE_QUERIES=false: the writer alone), then writes paced
+# running over the data written (its ranges ending at the newest point,
+# sized to read what the soak's read; SOAK_MEASURE_QUERIES=false: the
+# writer alone), then writes paced
 # at SOAK_FRACTION of it with live timestamps for SOAK_DURATION while the
 # query mix runs in both dialects, the server's RSS sampled every
 # SOAK_SAMPLE. Exits 1 on any write or query error, when the writes reach

@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -293,5 +295,96 @@ func TestFitMemoryParts(t *testing.T) {
 	}
 	if FitMemoryParts([]RSSSample{{Seconds: 200, Bytes: 1}}, 0) != nil {
 		t.Fatal("parts fitted from samples without the Go figures")
+	}
+}
+
+// TestMeasureQueryConfig: the measure's query mix, over data 1 ms apart,
+// is the soak's scaled to 5,000 steps of the short range: the soak's
+// defaults (5m, 30s, 10m) become 5s, 500ms and 10s, and the long query
+// over 10s gets a step of its own, not one truncated to nothing.
+func TestMeasureQueryConfig(t *testing.T) {
+	cfg := SoakConfig{QueryRange: 5 * time.Minute, QueryStep: 30 * time.Second, QueryLongRange: 10 * time.Minute}
+	q := measureQueryConfig(cfg)
+	if q.QueryRange != 5*time.Second || q.QueryStep != 500*time.Millisecond || q.QueryLongRange != 10*time.Second {
+		t.Fatalf("range %v, step %v, long range %v", q.QueryRange, q.QueryStep, q.QueryLongRange)
+	}
+	g, err := NewGenerator(GenConfig{Seed: 1, Series: 120, Interval: measureInterval, Start: time.UnixMilli(1_700_000_000_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := QueryConfig{End: 1_700_000_003_000, Range: q.QueryRange, LongRange: q.QueryLongRange, Step: q.QueryStep}
+	long, err := MakeQuery(g, &qc, KindLong, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.endAhead() != 500 {
+		t.Fatalf("the measure's queries end %d ms past the newest point, want a step, 500", q.endAhead())
+	}
+	if long.Step != 416*time.Millisecond || long.End > qc.End || long.End <= qc.End-long.Step.Milliseconds() || long.Start != long.End-10_000 {
+		t.Fatalf("long query %+v", long)
+	}
+}
+
+// TestSoakMeasureQueriesEndAtTheData: the measure's data, flat out at 1 ms
+// apart against a server slower than the clock, runs behind the clock, and
+// the queries of the measure end at the newest point written (a step past
+// it), not at the clock; the measure's data continues the warm-up's.
+func TestSoakMeasureQueriesEndAtTheData(t *testing.T) {
+	type seen struct {
+		at  time.Time
+		end int64
+	}
+	var mu sync.Mutex
+	var ends []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/write":
+			io.Copy(io.Discard, r.Body)
+			time.Sleep(20 * time.Millisecond) // 500 points in 20 ms a worker: behind the clock's 120 a ms
+			w.WriteHeader(http.StatusNoContent)
+		case "/api/v1/query_range":
+			end, err := strconv.ParseFloat(r.FormValue("end"), 64)
+			if err != nil {
+				t.Errorf("end %q: %v", r.FormValue("end"), err)
+			}
+			mu.Lock()
+			ends = append(ends, seen{time.Now(), int64(math.Round(end * 1000))})
+			mu.Unlock()
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+		case "/api/query":
+			fmt.Fprint(w, `[]`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := soakConfig(srv.URL)
+	cfg.QueryDialects = []string{QueryProm}
+	cfg.QueryLongRange = 2 * time.Minute // scaled: steps of 83 ms and 6 ms, under the ~300 ms the data falls behind
+	ahead := measureQueryConfig(cfg).endAhead()
+	r, err := Soak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, w := r.Measure, r.MeasureWarmup
+	if m == nil || w == nil || m.FirstTs != w.LastTs+1 {
+		t.Fatalf("the measure's data does not continue the warm-up's: %+v, %+v", w, m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	measureEnd := m.Started.Add(time.Duration(m.Seconds * float64(time.Second)))
+	for _, s := range ends {
+		if s.at.After(measureEnd) {
+			continue // perhaps the soak's, whose queries start before its writes
+		}
+		n++
+		if s.end > m.LastTs+ahead {
+			t.Fatalf("a query of the measure ends at %d, more than %d ms after the newest point written, %d (%d ms behind the clock at the end)",
+				s.end, ahead, m.LastTs, measureEnd.UnixMilli()-m.LastTs)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no query during the measure")
 	}
 }

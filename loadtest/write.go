@@ -69,6 +69,9 @@ type WriteConfig struct {
 	// the peak goes in the report.
 	DiskDir   string
 	DiskEvery time.Duration
+	// Newest, if set, is raised to the newest timestamp sent as the run
+	// goes (the soak's measure ends its queries there).
+	Newest *atomic.Int64
 }
 
 // progressState is shared by the workers and the progress line.
@@ -286,6 +289,9 @@ func (wr *writeRun) worker(ctx context.Context, w int) {
 		}
 		storeMin(&wr.firstTs, buf[0].T)
 		storeMax(&wr.lastTs, buf[len(buf)-1].T)
+		if wr.cfg.Newest != nil {
+			storeMax(wr.cfg.Newest, buf[len(buf)-1].T)
+		}
 		t0 := time.Now()
 		res := snd.send(ctx, buf)
 		d := time.Since(t0)
