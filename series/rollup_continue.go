@@ -170,7 +170,11 @@ func continueBuckets(iv int64, prev []rollup.Bucket, prevLast int64, pts []chunk
 	if !b.Resume(iv, last, prevLast) {
 		return nil, false
 	}
-	bs := append(make([]rollup.Bucket, 0, len(prev)+len(pts)), prev[:len(prev)-1]...)
+	// Room for the buckets from last's to the last point's, not one a
+	// point: a chunk of ~500 points made a ~75 KB slice for one 1h bucket,
+	// 12.5 % of the server's allocations in a soak (docs/benchmarks.md).
+	n := len(prev) + int(max(0, (pts[len(pts)-1].T-last.Start)/iv))
+	bs := append(make([]rollup.Bucket, 0, n), prev[:len(prev)-1]...)
 	for _, p := range pts {
 		var err error
 		if bs, err = b.Add(bs, p.T, p.V); err != nil {
