@@ -209,6 +209,12 @@ func (f *Flusher) run() {
 			buf, err = f.writeChunks(ctx, batch, buf)
 		}
 		f.failing.Store(err != nil) // hook: Append refuses writes when this lasts
+		if err == nil && job == nil {
+			// Before busy drops: once Wait sees the batch done, its chunks
+			// are out of their series' pending lists too (forgetIdle, which
+			// keeps a series with pending chunks, follows a Flush).
+			unpend(batch)
+		}
 		f.mu.Lock()
 		f.busy -= len(batch)
 		if err != nil {
@@ -247,24 +253,27 @@ func (f *Flusher) run() {
 			}
 			f.mu.Unlock()
 			close(job.done)
-		} else if len(batch) > 0 {
-			for _, c := range batch {
-				s := c.s
-				s.mu.Lock()
-				for i, p := range s.pending {
-					if p == c {
-						// slices.Delete zeroes the freed tail slot, which otherwise kept
-						// the series' last flushed chunk (its points) alive.
-						s.pending = slices.Delete(s.pending, i, i+1)
-						break
-					}
-				}
-				s.mu.Unlock()
-			}
 		}
 		if stop {
 			return
 		}
+	}
+}
+
+// unpend takes the written chunks out of their series' pending lists.
+func unpend(batch []*sealedChunk) {
+	for _, c := range batch {
+		s := c.s
+		s.mu.Lock()
+		for i, p := range s.pending {
+			if p == c {
+				// slices.Delete zeroes the freed tail slot, which otherwise kept
+				// the series' last flushed chunk (its points) alive.
+				s.pending = slices.Delete(s.pending, i, i+1)
+				break
+			}
+		}
+		s.mu.Unlock()
 	}
 }
 
