@@ -160,11 +160,11 @@ var arenas = sync.Pool{New: func() any { return new(arena) }}
 type keptArenas struct {
 	mu    sync.Mutex
 	as    []*arena
-	heads []*[]chunk.Point // the scans' head points (headSnapshots)
+	heads []*headBuf // the scans' head points (headSnapshots)
 }
 
 // addHead keeps a scan's buffer of head points (may be nil) until release.
-func (k *keptArenas) addHead(buf *[]chunk.Point) {
+func (k *keptArenas) addHead(buf *headBuf) {
 	if buf == nil {
 		return
 	}
