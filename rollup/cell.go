@@ -210,12 +210,10 @@ func appendSum(dst []byte, sum chunk.Value, ref *sumRef) []byte {
 	if !math.IsInf(f, 0) && f == f {
 		var buf [2 * binary.MaxVarintLen64]byte
 		for k := 0; k <= maxNearK; k++ {
-			x := math.Round(f * pow10[k])
-			if math.Abs(x) >= 1<<53 {
+			m, d, ok := nearScaled(f, k)
+			if !ok {
 				break
 			}
-			m := int64(x)
-			d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
 			xm, delta := m, ref.kind == refScaled && ref.k == k
 			if delta {
 				xm = m - ref.m
@@ -340,12 +338,10 @@ func appendNear(dst []byte, f float64) []byte {
 	var bestBuf [2 * binary.MaxVarintLen64]byte
 	if !math.IsInf(f, 0) && f == f {
 		for k := 0; k <= maxNearK; k++ {
-			x := math.Round(f * pow10[k])
-			if math.Abs(x) >= 1<<53 {
+			m, d, ok := nearScaled(f, k)
+			if !ok {
 				break
 			}
-			m := int64(x)
-			d := int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k]))
 			n := binary.PutVarint(buf[:], m)
 			n += binary.PutVarint(buf[n:], d)
 			if n < best {
@@ -357,4 +353,15 @@ func appendNear(dst []byte, f float64) []byte {
 		return binary.BigEndian.AppendUint64(append(dst, kindFloat), math.Float64bits(f))
 	}
 	return append(append(dst, byte(kindNear|bestK<<3)), bestBuf[:best]...)
+}
+
+// nearScaled is f as m/10^k with the bits it differs by, d (the near form
+// of a float); ok is false once f×10^k is past 2^53, where no larger k fits.
+func nearScaled(f float64, k int) (m, d int64, ok bool) {
+	x := math.Round(f * pow10[k])
+	if math.Abs(x) >= 1<<53 {
+		return 0, 0, false
+	}
+	m = int64(x)
+	return m, int64(math.Float64bits(f)) - int64(math.Float64bits(float64(m)/pow10[k])), true
 }
