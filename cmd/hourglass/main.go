@@ -65,7 +65,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Exemplars.PerSeries, "max-exemplars-per-series", cfg.Exemplars.PerSeries, "exemplars kept for one series; a new one replaces its oldest")
 	fs.DurationVar(&cfg.LateGrace, "late-grace", cfg.LateGrace, "how long a late chunk (points of an hour past its -seal-grace) gathers points before it is written")
 	fs.Int64Var(&cfg.LateMaxPoints, "late-max-points", cfg.LateMaxPoints, "points all late chunks may hold; past it they are written early")
-	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", cfg.StoreCacheBytes, "block cache of the embedded store")
+	fs.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", cfg.StoreCacheBytes, "block cache of the embedded store, in bytes of SSTable blocks (Pebble memtables are given their share beside it)")
 	fs.IntVar(&cfg.UIDCacheBytes, "uid-cache-bytes", cfg.UIDCacheBytes, "UID cache, both directions")
 	fs.IntVar(&cfg.Ingest.MaxTags, "max-tags", cfg.Ingest.MaxTags, "tags per series")
 	fs.IntVar(&cfg.Ingest.MaxNameLen, "max-name-len", cfg.Ingest.MaxNameLen, "bytes of a metric name, tag key or tag value")
