@@ -9,7 +9,9 @@
 # (rollups off) into its own directory, for the ingest CPU and disk cost.
 # SKIP_WRITE=1 queries the data set an earlier run left in OUTDIR; PROM=0
 # leaves out the PromQL form (at 5,000 series and 10 s its raw query passes
-# the default -prom-query-max-samples).
+# the default -prom-query-max-samples: raise it with QUERY_ARGS, the extra
+# flags of the server that answers the queries, e.g.
+# QUERY_ARGS="-prom-query-max-samples 200000000").
 # Every process runs under `ulimit -v $VMEM` (KiB).
 #
 #   loadtest/rollup.sh OUTDIR
@@ -18,6 +20,7 @@ set -euo pipefail
 OUT=$1
 SERIES=${SERIES:-5000}; DAYS=${DAYS:-30}; INTERVAL=${INTERVAL:-60s}; ROUNDS=${ROUNDS:-3}
 RAW=${RAW:-0}; PROM=${PROM:-1}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
+read -r -a qargs <<< "${QUERY_ARGS:-}"
 secs=${INTERVAL%s}
 case $INTERVAL in *m) secs=$(( ${INTERVAL%m} * 60 ));; esac
 STEPS=$(( DAYS * 86400 / secs ))
@@ -61,7 +64,7 @@ if [ "$SKIP_WRITE" != 1 ]; then
   [ "$RAW" = 1 ] && write raw -rollup.intervals=
 fi
 
-start rollup
+start rollup "${qargs[@]}"
 promflag=()
 [ "$PROM" = 1 ] || promflag=(-prom "")
 "$OUT/hourglass-loadtest" rollup -url "http://$ADDR" -pid "$SPID" -series "$SERIES" -interval "$INTERVAL" \
