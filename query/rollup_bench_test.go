@@ -2,10 +2,14 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"hourglass/chunk"
 	"hourglass/downsample"
@@ -162,12 +166,57 @@ func BenchmarkRollupQuery(b *testing.B) {
 			reportPer(b, cpu0, buckets, "bucket")
 		})
 	}
+	for _, res := range []time.Duration{0, time.Hour} {
+		b.Run("prom/max_source_resolution="+res.String(), func(b *testing.B) { benchRollupProm(b, env, res, buckets) })
+	}
 	for _, f := range []struct {
 		name string
 		f    rollup.Fields
 	}{{"scan", rollup.FieldsAll}, {"scan/sums", rollup.FieldsSum}} {
 		b.Run(f.name, func(b *testing.B) { benchScan(b, env, f.f, buckets) })
 	}
+}
+
+// benchRollupProm runs the dashboard query's PromQL form (loadtest's
+// default, avg by (dc) (avg_over_time(<metric>[1h])) at a 1h step, every
+// metric) through the Prometheus engine, rewritten and with
+// max_source_resolution res as the HTTP API does it (0: raw samples).
+func benchRollupProm(b *testing.B, env *rollBenchEnv, res time.Duration, buckets int64) {
+	pe := promql.NewEngine(promql.EngineOpts{MaxSamples: 1 << 30, Timeout: time.Hour, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(query.PromLimits{MaxSamples: 1 << 30})
+	start, end := time.UnixMilli(env.start).Add(time.Hour), time.UnixMilli(env.end+1)
+	ctx := context.Background()
+	if res > 0 {
+		ctx = query.WithMaxSourceResolution(ctx, res.Milliseconds())
+	}
+	b.ReportAllocs()
+	cpu0 := startCPU()
+	for b.Loop() {
+		for _, md := range loadtest.Metrics {
+			qs := fmt.Sprintf("avg by (dc) (avg_over_time(%s[1h]))", md.Name)
+			if res > 0 {
+				expr, err := parser.NewParser(parser.Options{}).ParseExpr(qs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				qs = env.eng.RewriteForRollups(expr, res.Milliseconds(), time.Hour.Milliseconds()).String()
+			}
+			q, err := pe.NewRangeQuery(ctx, qy, nil, qs, start, end, time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := q.Exec(ctx)
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+			m, err := r.Matrix()
+			if err != nil || len(m) == 0 || len(m[0].Floats) < rollBenchDays*24-1 {
+				b.Fatalf("%s: %d series, %v", md.Name, len(m), err)
+			}
+			q.Close()
+		}
+	}
+	reportPer(b, cpu0, buckets, "bucket")
 }
 
 // benchScan reads the buckets of every series with the fields f.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -54,9 +55,42 @@ import (
 type maxResKey struct{}
 
 // WithMaxSourceResolution returns ctx asking PromQL selectors to read
-// rollups of an interval up to ms (0: raw samples only).
+// rollups of an interval up to ms (0: raw samples only). Call it once per
+// query: the selectors of one rewritten avg_over_time share one read of
+// the buckets through it.
 func WithMaxSourceResolution(ctx context.Context, ms int64) context.Context {
-	return context.WithValue(ctx, maxResKey{}, ms)
+	ctx = context.WithValue(ctx, maxResKey{}, ms)
+	return context.WithValue(ctx, avgShareKey{}, &avgShare{kept: map[string][]*rollupPromSeries{}})
+}
+
+type avgShareKey struct{}
+
+// avgShare passes the samples of one selector of a rewritten
+// avg_over_time (sum_over_time of the sums over sum_over_time of the
+// counts) to the other: the first to be selected reads the buckets once
+// for both, the second takes its samples from here.
+type avgShare struct {
+	mu   sync.Mutex
+	kept map[string][]*rollupPromSeries // by kind and selector (avgShareKeyOf)
+}
+
+func avgShareKeyOf(kind string, iv, start, end int64, ms []*labels.Matcher) string {
+	return fmt.Sprintf("%s %d %d %d %v", kind, iv, start, end, ms)
+}
+
+// take returns and forgets the samples kept for key.
+func (a *avgShare) take(key string) ([]*rollupPromSeries, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out, ok := a.kept[key]
+	delete(a.kept, key)
+	return out, ok
+}
+
+func (a *avgShare) put(key string, ss []*rollupPromSeries) {
+	a.mu.Lock()
+	a.kept[key] = ss
+	a.mu.Unlock()
 }
 
 func maxSourceResolution(ctx context.Context) int64 {
@@ -191,14 +225,27 @@ func (e *Engine) rewriteCall(c *parser.Call, res, step int64) parser.Expr {
 	case "resets", "changes":
 		return sumOf(c.Func.Name)
 	}
-	return &parser.ParenExpr{Expr: &parser.BinaryExpr{Op: parser.DIV, LHS: sumOf("sum"), RHS: sumOf("count"),
+	// The two halves of an average share one read of the buckets (avgShare).
+	return &parser.ParenExpr{Expr: &parser.BinaryExpr{Op: parser.DIV, LHS: sumOf(avgSum), RHS: sumOf(avgCount),
 		VectorMatching: &parser.VectorMatching{Card: parser.CardOneToOne}, ReturnBool: false}, PosRange: c.PosRange}
 }
 
+// The markers of the two halves of a rewritten avg_over_time.
+const (
+	avgSum   = "avg_sum"
+	avgCount = "avg_count"
+)
+
 // promRollupKind is what synthetic samples a selector's buckets become.
 func promRollupKind(fn, marker string) string {
-	if marker != "" {
-		return marker // "sum" or "count": the field, for sum_over_time
+	switch marker {
+	case avgSum:
+		return "sum"
+	case avgCount:
+		return "count"
+	case "":
+	default:
+		return marker // "count", "resets" or "changes": the field, for sum_over_time
 	}
 	switch fn {
 	case "max_over_time":
@@ -241,6 +288,20 @@ func (q *promQuerier) selectRollups(ctx context.Context, hints *storage.SelectHi
 		return nil, false
 	}
 	start, end := clampRange(max(hints.Start, q.mint), min(hints.End, q.maxt))
+	// The other half of an average: kinds[1], read with this one.
+	kinds := []string{kind}
+	share, _ := ctx.Value(avgShareKey{}).(*avgShare)
+	var otherKey string
+	if share != nil && (marker == avgSum || marker == avgCount) {
+		other := map[string]string{avgSum: "count", avgCount: "sum"}[marker]
+		if out, ok := share.take(avgShareKeyOf(kind, iv, start, end, ms)); ok {
+			if err := q.countSamples(out); err != nil {
+				return storage.ErrSeriesSet(err), true
+			}
+			return q.rollupSet(out, iv, hints), true
+		}
+		kinds, otherKey = append(kinds, other), avgShareKeyOf(other, iv, start, end, ms)
+	}
 	entries, err := q.selectEntries(ms, start, end)
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
@@ -248,24 +309,54 @@ func (q *promQuerier) selectRollups(ctx context.Context, hints *storage.SelectHi
 	if err := q.checkSteps(hints, len(entries)); err != nil {
 		return storage.ErrSeriesSet(err), true
 	}
-	out, err := q.rollupSamples(ctx, entries, kind, iv, start, end)
+	outs, err := q.rollupSamples(ctx, entries, kinds, iv, start, end)
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
 	}
+	if err := q.countSamples(outs[0]); err != nil {
+		return storage.ErrSeriesSet(err), true
+	}
+	if len(outs) > 1 {
+		share.put(otherKey, outs[1])
+	}
+	return q.rollupSet(outs[0], iv, hints), true
+}
+
+// rollupSet is the series set of the samples out, read from rollups of
+// iv (0: raw).
+func (q *promQuerier) rollupSet(out []*rollupPromSeries, iv int64, hints *storage.SelectHints) storage.SeriesSet {
 	set := &rollupSeriesSet{series: out, i: -1}
 	if iv > 0 {
 		q.e.countRollupRead(iv)
 		set.warn = fmt.Errorf("%w: %s read from %s rollups (max_source_resolution)", annotations.PromQLInfo, hints.Func, FormatInterval(iv))
 	}
-	return set, true
+	return set
 }
 
-// rollupSamples returns the synthetic samples of kind of entries in
-// [start, end]: from buckets of iv up to the first hour the head holds
-// for each series, raw samples after (iv 0: raw samples only, as the
-// kind wants them).
-func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry, kind string, iv, start, end int64) ([]*rollupPromSeries, error) {
-	out := make([]*rollupPromSeries, len(entries))
+// countSamples counts the samples of ss against the query's budget.
+func (q *promQuerier) countSamples(ss []*rollupPromSeries) error {
+	n := 0
+	for _, s := range ss {
+		n += len(s.pts)
+	}
+	q.mu.Lock()
+	q.samples += n
+	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
+	q.mu.Unlock()
+	if over {
+		return q.e.exceeded(q.samplesError())
+	}
+	return nil
+}
+
+// rollupSamples returns, for each of kinds, the synthetic samples of that
+// kind of entries in [start, end]: from buckets of iv up to the first
+// hour the head holds for each series, raw samples after (iv 0: raw
+// samples only, as the kind wants them); the series with samples only,
+// sorted by labels. The buckets and raw samples are read once for all
+// kinds. The caller counts the samples against the budget.
+func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry, kinds []string, iv, start, end int64) ([][]*rollupPromSeries, error) {
+	outs := make([][]*rollupPromSeries, len(kinds))
 	us := make([]int64, len(entries))
 	from := start
 	if iv > 0 {
@@ -273,7 +364,6 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 	}
 	tailFrom := end + 1
 	for i, en := range entries {
-		out[i] = &rollupPromSeries{lbls: promLabels(en.Labels), kind: kind}
 		u := end + 1
 		if h, ok := q.e.firstHeadHour(en.Labels, start, end); ok {
 			u = h
@@ -286,28 +376,45 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 		us[i] = u
 		tailFrom = min(tailFrom, u)
 	}
-	n := 0
-	if iv > 0 {
+	// The sums and counts are at LastT: the rest of a bucket need not be
+	// decoded (rollup.FieldsSumTimes).
+	fields := rollup.FieldsSumTimes
+	for k, kind := range kinds {
+		outs[k] = make([]*rollupPromSeries, len(entries))
+		lbls := labels.EmptyLabels()
 		perBucket := int64(1)
 		if kind == "counter" || kind == "gauge" {
 			perBucket = 2
 		}
-		for i := range out {
-			out[i].pts = make([]chunk.Point, 0, min(max(us[i]-from, 0)/iv*perBucket+1, 1<<16))
+		if kind != "sum" && kind != "count" {
+			fields = rollup.FieldsAll
 		}
+		for i, en := range entries {
+			if k == 0 {
+				lbls = promLabels(en.Labels)
+			} else {
+				lbls = outs[0][i].lbls
+			}
+			s := &rollupPromSeries{lbls: lbls, kind: kind}
+			if iv > 0 {
+				s.pts = make([]chunk.Point, 0, min(max(us[i]-from, 0)/iv*perBucket+1, 1<<16))
+			}
+			outs[k][i] = s
+		}
+	}
+	if iv > 0 {
 		// Buckets become samples as they are read (a series' buckets come
 		// in order, never two of one series at once).
-		err := q.e.ru.reader.ReadBuckets(ctx, entries, iv, from, end+1, rollup.FieldsAll, func(i int, b *rollup.Bucket) error {
+		err := q.e.ru.reader.ReadBuckets(ctx, entries, iv, from, end+1, fields, func(i int, b *rollup.Bucket) error {
 			if b.Start < us[i] {
-				out[i].addBucket(b)
+				for k := range outs {
+					outs[k][i].addBucket(b)
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
-		}
-		for i := range out {
-			n += len(out[i].pts)
 		}
 	}
 	if tailFrom <= end {
@@ -323,27 +430,24 @@ func (q *promQuerier) rollupSamples(ctx context.Context, entries []*series.Entry
 			i := byTSUID[string(s.TSUID)]
 			for _, p := range s.Points {
 				if p.T >= us[i] {
-					out[i].addRaw(p)
-					n++
+					for k := range outs {
+						outs[k][i].addRaw(p)
+					}
 				}
 			}
 		}
 	}
-	q.mu.Lock()
-	q.samples += n
-	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
-	q.mu.Unlock()
-	if over {
-		return nil, q.e.exceeded(q.samplesError())
-	}
-	kept := out[:0]
-	for _, s := range out {
-		if len(s.pts) > 0 {
-			kept = append(kept, s)
+	for k, out := range outs {
+		kept := out[:0]
+		for _, s := range out {
+			if len(s.pts) > 0 {
+				kept = append(kept, s)
+			}
 		}
+		sort.Slice(kept, func(i, j int) bool { return labels.Compare(kept[i].lbls, kept[j].lbls) < 0 })
+		outs[k] = kept
 	}
-	sort.Slice(kept, func(i, j int) bool { return labels.Compare(kept[i].lbls, kept[j].lbls) < 0 })
-	return kept, nil
+	return outs, nil
 }
 
 // rollupPromSeries is one series of synthetic samples.

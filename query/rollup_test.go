@@ -98,17 +98,22 @@ func storeMemRollups(t *testing.T, env *equivEnv, m *memRollups) *StoreRollups {
 	return sr
 }
 
-// ReadBuckets hands out the buckets of m; for rollup.FieldsSum, only the
-// fields it reads (the others zero, as a version 2 cell leaves them).
+// ReadBuckets hands out the buckets of m; for rollup.FieldsSum and
+// FieldsSumTimes, only the fields they read (the others zero, as a
+// version 2 cell leaves them).
 func (m *memRollups) ReadBuckets(ctx context.Context, entries []*series.Entry, iv, start, end int64, f rollup.Fields, fn func(int, *rollup.Bucket) error) error {
 	m.mu.Lock()
 	m.reads++
 	m.mu.Unlock()
 	for i, en := range entries {
 		for _, b := range m.buckets[iv][string(en.TSUID)] {
-			if f == rollup.FieldsSum {
+			switch f {
+			case rollup.FieldsSum:
 				b = rollup.Bucket{Start: b.Start, Count: b.Count, NaN: b.NaN, StaleEnd: b.StaleEnd,
 					Sum: b.Sum, SumOverflow: b.SumOverflow, SumExact: b.SumExact}
+			case rollup.FieldsSumTimes:
+				b = rollup.Bucket{Start: b.Start, Count: b.Count, NaN: b.NaN, StaleEnd: b.StaleEnd,
+					Sum: b.Sum, SumOverflow: b.SumOverflow, SumExact: b.SumExact, FirstT: b.FirstT, LastT: b.LastT}
 			}
 			if b.Start >= start && b.Start < end {
 				if err := fn(i, &b); err != nil {

@@ -196,13 +196,15 @@ func checkFixture(t *testing.T, path string, cell []byte, f fixture) {
 			t.Fatalf("%s: bucket %d: got %+v, want %+v", path, i, got[i], f.bs[i])
 		}
 	}
-	sums, _, err := decodeFields(golden, f.base, FieldsSum)
-	if err != nil || len(sums) != len(f.bs) {
-		t.Fatalf("%s: decoding the fixture's sums: %d buckets, %v", path, len(sums), err)
-	}
-	for i := range sums {
-		if !sameSums(&sums[i], &f.bs[i]) {
-			t.Fatalf("%s: bucket %d: sums %+v, want %+v", path, i, sums[i], f.bs[i])
+	for _, fs := range []Fields{FieldsSum, FieldsSumTimes} {
+		sums, _, err := decodeFields(golden, f.base, fs)
+		if err != nil || len(sums) != len(f.bs) {
+			t.Fatalf("%s: decoding the fixture's fields %d: %d buckets, %v", path, fs, len(sums), err)
+		}
+		for i := range sums {
+			if !sameFields(fs, &sums[i], &f.bs[i]) {
+				t.Fatalf("%s: bucket %d: fields %d %+v, want %+v", path, i, fs, sums[i], f.bs[i])
+			}
 		}
 	}
 }
@@ -211,6 +213,11 @@ func checkFixture(t *testing.T, path string, cell []byte, f fixture) {
 func sameSums(a, b *Bucket) bool {
 	return a.Start == b.Start && a.Count == b.Count && a.NaN == b.NaN && a.StaleEnd == b.StaleEnd &&
 		a.Sum.Identical(b.Sum) && a.SumOverflow == b.SumOverflow && a.SumExact == b.SumExact
+}
+
+// sameFields compares the fields f reads (FieldsSum or FieldsSumTimes).
+func sameFields(f Fields, a, b *Bucket) bool {
+	return sameSums(a, b) && (f != FieldsSumTimes || a.FirstT == b.FirstT && a.LastT == b.LastT)
 }
 
 type fixture struct {

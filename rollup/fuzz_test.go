@@ -109,8 +109,9 @@ func FuzzRoundTrip(f *testing.F) {
 }
 
 // FuzzIterator: any bytes decode to buckets or a *CorruptionError, never a
-// panic, whole or for the sums alone; whatever decodes whole re-encodes to
-// a cell that decodes the same, and its sums alone are the same.
+// panic, whole, for the sums alone or the sums and times
+// (FieldsSumTimes); whatever decodes whole re-encodes to a cell that
+// decodes the same, and its sums (and times) alone are the same.
 func FuzzIterator(f *testing.F) {
 	for _, fx := range fixtures() {
 		cell, _ := AppendCell(nil, fx.base, fx.iv, fx.bs)
@@ -126,16 +127,17 @@ func FuzzIterator(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cell []byte, base int64) {
 		sums, _, serr := decodeFields(cell, base, FieldsSum)
+		times, _, terr := decodeFields(cell, base, FieldsSumTimes)
 		bs, iv, err := decodeAll(cell, base)
 		if err != nil {
 			return
 		}
-		if serr != nil || len(sums) != len(bs) {
-			t.Fatalf("the sums alone: %d buckets, %v; whole: %d", len(sums), serr, len(bs))
+		if serr != nil || len(sums) != len(bs) || terr != nil || len(times) != len(bs) {
+			t.Fatalf("the sums alone: %d buckets, %v; with times: %d, %v; whole: %d", len(sums), serr, len(times), terr, len(bs))
 		}
 		for i := range bs {
-			if !sameSums(&sums[i], &bs[i]) {
-				t.Fatalf("bucket %d: sums %+v, whole %+v", i, sums[i], bs[i])
+			if !sameFields(FieldsSum, &sums[i], &bs[i]) || !sameFields(FieldsSumTimes, &times[i], &bs[i]) {
+				t.Fatalf("bucket %d: sums %+v, with times %+v, whole %+v", i, sums[i], times[i], bs[i])
 			}
 		}
 		roundTrip(t, base, iv, bs)

@@ -73,6 +73,10 @@ const (
 	// skip them (version 2); a version 1 cell is read whole. It checks
 	// less of what it skips.
 	FieldsSum
+	// FieldsSumTimes is FieldsSum and FirstT and LastT, the tail's first
+	// two fields (PromQL's sum_over_time and count_over_time over rollups
+	// place a bucket's sample at LastT).
+	FieldsSumTimes
 )
 
 // Reset makes it read cell, whose base time is baseMs. It reads the header
@@ -207,7 +211,18 @@ func (it *Iterator) valuesV2(c *Bucket, flags byte) bool {
 		return it.fail(it.off, "bad tail length")
 	}
 	end := it.off + int(n)
-	if it.fields == FieldsSum {
+	switch it.fields {
+	case FieldsSum:
+		it.off, c.SumExact = end, exact
+		return true
+	case FieldsSumTimes:
+		all := it.b
+		it.b = all[:end]
+		ok := it.times(c)
+		it.b = all
+		if !ok {
+			return false
+		}
 		it.off, c.SumExact = end, exact
 		return true
 	}
@@ -304,16 +319,24 @@ func (it *Iterator) valuesV1(c *Bucket, flags byte) bool {
 	return true
 }
 
-// timesValues reads FirstT, LastT, First, Last, Min and Max, and returns
-// Last's mantissa (it.firstDec is First's).
-func (it *Iterator) timesValues(c *Bucket, flags byte) (decMantissa, bool) {
+// times reads FirstT and LastT.
+func (it *Iterator) times(c *Bucket) bool {
 	off := it.off
 	first, ok1 := it.count(uint64(it.interval - 1))
 	lastGap, ok2 := it.count(uint64(it.interval - 1 - first))
 	if !ok1 || !ok2 {
-		return decMantissa{}, it.fail(off, "first or last timestamp outside the bucket")
+		return it.fail(off, "first or last timestamp outside the bucket")
 	}
 	c.FirstT, c.LastT = c.Start+first, c.Start+it.interval-1-lastGap
+	return true
+}
+
+// timesValues reads FirstT, LastT, First, Last, Min and Max, and returns
+// Last's mantissa (it.firstDec is First's).
+func (it *Iterator) timesValues(c *Bucket, flags byte) (decMantissa, bool) {
+	if !it.times(c) {
+		return decMantissa{}, false
+	}
 	ok := true
 	c.First, ok = it.value(it.prevLast, it.prevDec, ok)
 	firstDec := it.read

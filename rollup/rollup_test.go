@@ -288,7 +288,7 @@ func TestSumExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range []Fields{FieldsAll, FieldsSum} {
+			for _, f := range []Fields{FieldsAll, FieldsSum, FieldsSumTimes} {
 				got, _, err := decodeFields(cell, 0, f)
 				if err != nil || len(got) != 1 || got[0].SumExact != c.want || !got[0].Sum.Identical(bs[0].Sum) {
 					t.Fatalf("fields %d: decoded %+v, %v", f, got, err)
