@@ -124,6 +124,51 @@ func (a *bucketAcc) addSum(b *rollup.Bucket) {
 	a.isum = b.Sum.Int()
 }
 
+// oneBucketAgg is a downsampling function of sumAggs when each
+// downsampled point is one bucket read with rollup.FieldsSum.
+type oneBucketAgg int8
+
+const (
+	oneSum oneBucketAgg = iota // sum, zimsum, pfsum
+	oneAvg
+	oneCount
+)
+
+func oneBucketAggOf(name string) oneBucketAgg {
+	switch name {
+	case "avg":
+		return oneAvg
+	case "count":
+		return oneCount
+	}
+	return oneSum
+}
+
+// result is what addSum of b alone and result give, without a bucketAcc:
+// the downsampled value of the one bucket b and whether it is exact.
+func (o oneBucketAgg) result(b *rollup.Bucket) (chunk.Value, bool) {
+	n := b.N()
+	if o == oneCount {
+		return chunk.Float(float64(n)), true
+	}
+	if n == 0 {
+		return chunk.Float(math.NaN()), true
+	}
+	var s float64
+	switch {
+	case b.SumExact:
+		s = float64(b.Sum.Int())
+	case !b.Sum.IsInt():
+		s = b.Sum.Float()
+	default:
+		return chunk.Value{}, false
+	}
+	if o == oneAvg {
+		s /= float64(n)
+	}
+	return chunk.Float(s), true
+}
+
 // sum returns the float sum the downsampler computes, and whether the
 // buckets give it exactly.
 func (a *bucketAcc) sum() (float64, bool) {

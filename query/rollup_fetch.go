@@ -188,8 +188,9 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 	// A sum, avg or count of one bucket per downsampled point needs only
 	// the sums and counts (bucketAcc.addSum).
 	fields, add := rollup.FieldsAll, (*bucketAcc).add
+	one := oneBucketAgg(-1) // not one bucket per point
 	if sumAggs[agg] && d == iv {
-		fields, add = rollup.FieldsSum, (*bucketAcc).addSum
+		fields, add, one = rollup.FieldsSum, (*bucketAcc).addSum, oneBucketAggOf(agg)
 	}
 	err := e.ru.reader.ReadBuckets(ctx, entries, iv, a, hi, fields, func(i int, b *rollup.Bucket) error {
 		s := &st[i]
@@ -200,6 +201,22 @@ func (e *Engine) readRollupBuckets(ctx context.Context, entries []*series.Entry,
 			if n := read.Add(batch); lim.over(n) {
 				return e.exceeded(lim.err(n))
 			}
+		}
+		if one >= 0 {
+			// Each bucket is one downsampled point: no bucketAcc.
+			if s.pts == nil {
+				s.pts = make([]chunk.Point, 0, min((s.u-b.Start)/d+1, 1<<16))
+			}
+			v, ok := one.result(b)
+			if !ok {
+				s.inexact = true
+			}
+			s.pts = append(s.pts, chunk.Point{T: b.Start, V: v})
+			s.count += int(max(b.Count, 1))
+			if n := len(s.days); n == 0 || b.Start >= s.days[n-1]+dayMs {
+				s.days = append(s.days, floorTo(b.Start, dayMs))
+			}
+			return nil
 		}
 		if bs := floorTo(b.Start, d); !s.acc.exists || bs != s.cur {
 			if s.pts == nil {
