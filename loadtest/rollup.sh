@@ -11,7 +11,9 @@
 # leaves out the PromQL form (at 5,000 series and 10 s its raw query passes
 # the default -prom-query-max-samples: raise it with QUERY_ARGS, the extra
 # flags of the server that answers the queries, e.g.
-# QUERY_ARGS="-prom-query-max-samples 200000000").
+# QUERY_ARGS="-prom-query-max-samples 200000000"). WARM=1 sends each
+# query once unmeasured just before it is measured (the block cache warm;
+# otherwise each follows the other way's query).
 # Every process runs under `ulimit -v $VMEM` (KiB).
 #
 #   loadtest/rollup.sh OUTDIR
@@ -20,6 +22,7 @@ set -euo pipefail
 OUT=$1
 SERIES=${SERIES:-5000}; DAYS=${DAYS:-30}; INTERVAL=${INTERVAL:-60s}; ROUNDS=${ROUNDS:-3}
 RAW=${RAW:-0}; PROM=${PROM:-1}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
+WARM=${WARM:-0}
 read -r -a qargs <<< "${QUERY_ARGS:-}"
 secs=${INTERVAL%s}
 case $INTERVAL in *m) secs=$(( ${INTERVAL%m} * 60 ));; esac
@@ -67,6 +70,7 @@ fi
 start rollup "${qargs[@]}"
 promflag=()
 [ "$PROM" = 1 ] || promflag=(-prom "")
+[ "$WARM" = 1 ] && promflag+=(-warm)
 "$OUT/hourglass-loadtest" rollup -url "http://$ADDR" -pid "$SPID" -series "$SERIES" -interval "$INTERVAL" \
   -steps "$STEPS" -start "$START" -rounds "$ROUNDS" "${promflag[@]}" -json "$OUT/query.json" | tee "$OUT/query.txt"
 stop

@@ -35,6 +35,7 @@ func runRollupBench(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&cfg.PromFunc, "prom", "avg by (dc) (avg_over_time(%s[1h]))", "PromQL query, %s the metric; empty for none")
 	fs.DurationVar(&cfg.Step, "step", time.Hour, "PromQL step, and its max_source_resolution")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds, each asking both ways (interleaved)")
+	fs.BoolVar(&cfg.Warm, "warm", false, "send each request once unmeasured just before it is measured (a repeated query: the block cache warm)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "time one request may take")
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
 	if err := parse(fs, args); err != nil {
