@@ -74,6 +74,12 @@ type RSSSample struct {
 	GoNextGC    int64 `json:"go_next_gc_bytes,omitempty"`
 	GoMapped    int64 `json:"go_mapped_bytes,omitempty"`
 	FlushQueue  int64 `json:"flush_queue_chunks,omitempty"`
+	// The store's memory outside the Go heap at the same time (storeMemory),
+	// when the server exports it: blocks in Pebble's block cache, its
+	// memtables, and the cache's capacity, which both share.
+	StoreBlockCache int64 `json:"store_block_cache_bytes,omitempty"`
+	StoreMemTables  int64 `json:"store_memtable_bytes,omitempty"`
+	StoreCapacity   int64 `json:"store_cache_capacity_bytes,omitempty"`
 }
 
 // RSSFit summarises the samples after the warm-up.
@@ -465,12 +471,14 @@ func sampleRSS(ctx context.Context, pid int, metricsURL string, start time.Time,
 		// The last sample comes after ctx is done: the client's timeout bounds the read.
 		if gm, ok := readGoMemory(context.WithoutCancel(ctx), client, metricsURL); ok {
 			s.GoHeapInuse, s.GoNextGC, s.GoMapped, s.FlushQueue = gm.HeapInuse, gm.NextGC, gm.Mapped, gm.FlushQueue
+			s.StoreBlockCache, s.StoreMemTables, s.StoreCapacity = gm.Store.BlockCache, gm.Store.MemTables, gm.Store.Capacity
 		}
 		out = append(out, s)
 		if progress != nil {
 			cpu, _ := ProcCPU(pid)
-			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s  Go heap in use %.1f MB, goal %.1f MB, runtime %.1f MB; flush queue %d chunks\n",
-				s.Seconds, float64(rss)/1e6, cpu, float64(s.GoHeapInuse)/1e6, float64(s.GoNextGC)/1e6, float64(s.GoMapped)/1e6, s.FlushQueue)
+			fmt.Fprintf(progress, "%7.1fs  server RSS %.1f MB  CPU %.1f s  Go heap in use %.1f MB, goal %.1f MB, runtime %.1f MB; flush queue %d chunks; store cache %.1f MB, memtables %.1f MB of %.1f MB\n",
+				s.Seconds, float64(rss)/1e6, cpu, float64(s.GoHeapInuse)/1e6, float64(s.GoNextGC)/1e6, float64(s.GoMapped)/1e6, s.FlushQueue,
+				float64(s.StoreBlockCache)/1e6, float64(s.StoreMemTables)/1e6, float64(s.StoreCapacity)/1e6)
 		}
 		select {
 		case <-ctx.Done():

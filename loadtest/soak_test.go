@@ -102,7 +102,8 @@ func fakeTSDB(t *testing.T, failQueries bool) (srv *httptest.Server, writes, pro
 			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"1"]]}]}}`)
 		case "/metrics":
 			fmt.Fprint(w, "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1e+08\ngo_memstats_next_gc_bytes 2e+08\n"+
-				"go_memstats_sys_bytes 3e+08\ngo_memstats_heap_released_bytes 5e+07\nhourglass_head_flush_queue_chunks 7\n")
+				"go_memstats_sys_bytes 3e+08\ngo_memstats_heap_released_bytes 5e+07\nhourglass_head_flush_queue_chunks 7\n"+
+				"hourglass_store_block_cache_bytes 4e+07\nhourglass_store_memtable_bytes 2e+07\nhourglass_store_block_cache_capacity_bytes 2.68435456e+08\n")
 		case "/api/query":
 			otsdbQ.Add(1)
 			if failQueries {
@@ -188,6 +189,13 @@ func TestSoakAgainstFake(t *testing.T) {
 	if p := r.Parts; p == nil || p.Samples != r.Fit.Samples || p.Parts["go_heap_inuse"].MedianMB != 100 ||
 		p.Parts["go_heap_goal"].MedianMB != 200 || p.Parts["go_runtime_mapped"].MedianMB != 250 || r.RSS[len(r.RSS)-1].FlushQueue != 7 {
 		t.Fatalf("memory parts %+v", r.Parts)
+	}
+	// The store's, when the server exports them: cache and memtables, and
+	// the rest outside Go.
+	last := r.RSS[len(r.RSS)-1]
+	if p := r.Parts.Parts; p["store_cache_memtables"].MedianMB != 60 || last.StoreCapacity != 256<<20 ||
+		p["outside_go_beyond_store"].Samples != r.Fit.Samples {
+		t.Fatalf("store memory: parts %+v, last sample %+v", r.Parts, last)
 	}
 	var text, js bytes.Buffer
 	if err := r.WriteText(&text); err != nil || !strings.Contains(text.String(), "PASS") || !strings.Contains(text.String(), "Go heap in use: 100.0 MB") {
@@ -279,6 +287,9 @@ func TestParseGauges(t *testing.T) {
 	if _, ok := parseGauges(strings.NewReader("a x\n"), []string{"a"}); ok {
 		t.Fatal("a bad value accepted")
 	}
+	if v, seen, err := scanGauges(strings.NewReader(page), []string{"c", "b", "a"}); err != nil || seen != 0b110 || v[1] != 2e6 {
+		t.Fatalf("scanGauges: %v %b %v, want b and a found (mask 110)", v, seen, err)
+	}
 }
 
 func TestFitMemoryParts(t *testing.T) {
@@ -292,6 +303,16 @@ func TestFitMemoryParts(t *testing.T) {
 	p := FitMemoryParts(s, 2*time.Minute)
 	if p == nil || p.Samples != 8 || math.Abs(p.Parts["outside_go"].SlopeMBPerMin-10) > 1e-6 || p.Parts["go_heap_inuse"].SlopeMBPerMin != 0 {
 		t.Fatalf("parts %+v", p)
+	}
+	if _, ok := p.Parts["store_cache_memtables"]; ok {
+		t.Fatal("store parts fitted from samples without the store's figures")
+	}
+	for i := range s[:10] {
+		s[i].StoreBlockCache, s[i].StoreMemTables, s[i].StoreCapacity = 100e6+5e6*int64(i), 50e6, 256<<20
+	}
+	p = FitMemoryParts(s, 2*time.Minute)
+	if st, rest := p.Parts["store_cache_memtables"], p.Parts["outside_go_beyond_store"]; math.Abs(st.SlopeMBPerMin-5) > 1e-6 || math.Abs(rest.SlopeMBPerMin-5) > 1e-6 || st.Samples != 8 {
+		t.Fatalf("store parts: %+v and %+v, want 5 MB/min each", st, rest)
 	}
 	if FitMemoryParts([]RSSSample{{Seconds: 200, Bytes: 1}}, 0) != nil {
 		t.Fatal("parts fitted from samples without the Go figures")

@@ -217,6 +217,9 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if ps, ok := st.(*pebble.Store); ok {
+		ps.RegisterMetrics(reg) // hourglass_store_*: the memory Pebble holds outside the Go heap
+	}
 	if cfg.WebConfigFile != "" || cfg.AuthConfigFile != "" {
 		a, err := auth.New(auth.Options{WebConfigFile: cfg.WebConfigFile, AuthConfigFile: cfg.AuthConfigFile,
 			Logger: log.With("component", "auth"), Registerer: reg})

@@ -85,14 +85,21 @@ type Metrics struct {
 	WALBytes      uint64 // bytes in live WAL files
 	MemTableBytes uint64 // bytes allocated by memtables
 	MemTables     int64  // memtables, the filling one included
+	// ZombieMemTableBytes are memtables flushed but still referenced by
+	// an iterator, or waiting to be recycled.
+	ZombieMemTableBytes uint64
+	FileCacheBytes      int64 // Pebble's file cache: open SSTable readers
+	TableIters          int64 // open SSTable iterators
 
 	L0Files     int64 // SSTables in L0
 	L0Sublevels int32 // L0 sublevels: what stalls writes when it grows
 	ReadAmp     int   // sublevels a read may visit (L0 sublevels + non-empty levels)
 
-	BlockCacheBytes  int64 // bytes in the block cache
-	BlockCacheHits   int64
-	BlockCacheMisses int64
+	BlockCacheBytes    int64 // bytes in the block cache
+	BlockCacheCount    int64 // blocks in the block cache
+	BlockCacheCapacity int64 // the cache's size: blocks and memtables
+	BlockCacheHits     int64
+	BlockCacheMisses   int64
 
 	Flushes        int64   // flushes since open
 	Compactions    int64   // compactions since open
@@ -109,7 +116,7 @@ func (s *Store) Metrics() Metrics {
 		return Metrics{}
 	}
 	defer s.leave()
-	var out Metrics
+	out := Metrics{BlockCacheCapacity: s.cacheSize}
 	var written, in uint64
 	for _, db := range s.dbs() {
 		m := db.Metrics()
@@ -120,10 +127,14 @@ func (s *Store) Metrics() Metrics {
 		out.WALBytes += m.WAL.PhysicalSize
 		out.MemTableBytes += m.MemTable.Size
 		out.MemTables += m.MemTable.Count
+		out.ZombieMemTableBytes += m.MemTable.ZombieSize
+		out.FileCacheBytes += m.FileCache.Size
+		out.TableIters += m.TableIters
 		out.L0Files += m.Levels[0].TablesCount
 		out.L0Sublevels = max(out.L0Sublevels, m.Levels[0].Sublevels)
 		out.ReadAmp = max(out.ReadAmp, m.ReadAmp())
 		out.BlockCacheBytes = m.BlockCache.Size // one cache, shared
+		out.BlockCacheCount = m.BlockCache.Count
 		out.BlockCacheHits = m.BlockCache.Hits
 		out.BlockCacheMisses = m.BlockCache.Misses
 		out.Flushes += m.Flush.Count

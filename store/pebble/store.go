@@ -27,6 +27,8 @@ type Store struct {
 	data *pebbledb.DB
 	dir  string
 	fs   vfs.FS // the file system both are on
+	// cacheSize is the block cache's capacity (blocks and memtables).
+	cacheSize int64
 
 	// unsynced counts the Increments and PutIfAbsents applied to db
 	// without a sync; synced is the count the last sync of db's log
@@ -94,7 +96,7 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("store/pebble: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed()}
+	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed(), cacheSize: cache.MaxSize()}
 	if err := s.openData(po, logger); err != nil {
 		db.Close()
 		return nil, err
