@@ -5,7 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // RegisterMetrics registers on reg the store's memory and LSM figures
 // (hourglass_store_*), read from Pebble at each scrape: the block cache,
 // the memtables (zombie ones included: flushed but still read by an
-// iterator), the file cache and open table iterators. Pebble allocates the
+// iterator), the file cache and open table iterators, and with glibc the
+// trims of malloc's free memory (malloc.go). Pebble allocates the
 // block cache's blocks and the memtables outside the Go heap (with cgo: C
 // malloc), so these are what RSS holds beyond the Go runtime's figures.
 func (s *Store) RegisterMetrics(reg prometheus.Registerer) {
@@ -42,15 +43,28 @@ var storeGauges = []storeGauge{
 		func(m *Metrics) float64 { return float64(m.L0Sublevels) }},
 }
 
+var (
+	trimsDesc = prometheus.NewDesc("hourglass_store_malloc_trims_total",
+		"Times malloc's free pages were returned to the system (malloc_trim) because the process held more than 64 MiB beyond what the Go runtime and Pebble account for (glibc only).", nil, nil)
+	excessDesc = prometheus.NewDesc("hourglass_store_malloc_excess_bytes",
+		"At the last check (every 10 s), the process's anonymous resident memory less the Go runtime's and Pebble's cache and memtables: malloc's overhead and free memory, thread stacks (glibc only).", nil, nil)
+)
+
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, g := range storeGauges {
 		ch <- g.desc
 	}
+	ch <- trimsDesc
+	ch <- excessDesc
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	m := c.s.Metrics()
 	for _, g := range storeGauges {
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(&m))
+	}
+	if t := c.s.trimmer; t != nil {
+		ch <- prometheus.MustNewConstMetric(trimsDesc, prometheus.CounterValue, float64(t.trims.Load()))
+		ch <- prometheus.MustNewConstMetric(excessDesc, prometheus.GaugeValue, float64(t.excess.Load()))
 	}
 }

@@ -29,6 +29,10 @@ type Store struct {
 	fs   vfs.FS // the file system both are on
 	// cacheSize is the block cache's capacity (blocks and memtables).
 	cacheSize int64
+	// trimmer returns malloc's free memory to the system (malloc.go); nil
+	// without glibc. trimStop stops its loop, which closes trimDone.
+	trimmer            *trimmer
+	trimStop, trimDone chan struct{}
 
 	// unsynced counts the Increments and PutIfAbsents applied to db
 	// without a sync; synced is the count the last sync of db's log
@@ -78,6 +82,7 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	if tweak != nil {
 		tweak(po)
 	}
+	limitMallocArenas() // before Pebble's first C allocation (malloc.go)
 	cacheSize := opts.CacheSize
 	if cacheSize <= 0 {
 		cacheSize = DefaultOptions().CacheSize
@@ -102,6 +107,13 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 		return nil, err
 	}
 	s.scanners.New = func() any { return new(scanner) }
+	if mallocIsGlibc() {
+		s.trimmer, s.trimStop, s.trimDone = newTrimmer(s), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(s.trimDone)
+			s.trimmer.run(trimEvery, s.trimStop)
+		}()
+	}
 	return s, nil
 }
 
@@ -125,6 +137,10 @@ func begin(ctx context.Context, t store.Table) error {
 func (s *Store) Close() error {
 	if err := s.guard.Close(); err != nil {
 		return err
+	}
+	if s.trimmer != nil {
+		close(s.trimStop)
+		<-s.trimDone
 	}
 	// A clean close leaves everything in SSTables: the next open replays no
 	// log, and what the data takes on disk is its compressed size. The data
