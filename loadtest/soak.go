@@ -47,6 +47,9 @@ type SoakConfig struct {
 	// Duration of the soak; Warmup is how much of its start the memory
 	// verdict ignores; SampleEvery is the period of the RSS samples.
 	Duration, Warmup, SampleEvery time.Duration
+	// CacheWarmupMax, when after Warmup, extends the warm-up until the
+	// store's block cache is full (WarmupEnd), to this time at most.
+	CacheWarmupMax time.Duration
 	// QueryDialects are run side by side, each at QueryConcurrency;
 	// QueryRange, QueryLongRange and QueryStep size the mix (see
 	// QueryConfig), the range ending at the time each query is sent.
@@ -122,7 +125,10 @@ type SoakReport struct {
 	Write       *Report                 `json:"write"`
 	Queries     map[string]*SoakQueries `json:"queries"`
 	RSS         []RSSSample             `json:"rss"`
-	Fit         RSSFit                  `json:"rss_after_warmup"`
+	// WarmupSeconds is when the warm-up ended (WarmupEnd), WarmupEnd why.
+	WarmupSeconds float64 `json:"warmup_seconds"`
+	WarmupEnd     string  `json:"warmup_end"`
+	Fit           RSSFit  `json:"rss_after_warmup"`
 	// Parts says which part of the memory moved (not judged).
 	Parts     *MemoryParts `json:"memory_parts_after_warmup,omitempty"`
 	MaxSlope  float64      `json:"max_slope_mb_per_min"`
@@ -147,6 +153,8 @@ func (c *SoakConfig) check() error {
 		return errors.New("soak: duration and sample period must be positive")
 	case c.Warmup < 0 || c.Warmup >= c.Duration:
 		return fmt.Errorf("soak: warm-up %v must be shorter than the duration %v", c.Warmup, c.Duration)
+	case c.CacheWarmupMax >= c.Duration:
+		return fmt.Errorf("soak: the cache warm-up's end %v must be before the duration %v", c.CacheWarmupMax, c.Duration)
 	case c.Rate <= 0 && (c.Measure <= 0 || c.Fraction <= 0 || c.Fraction > 1):
 		return errors.New("soak: give a rate, or a measure time and a fraction in (0, 1]")
 	case c.QueryConcurrency < 1 || len(c.QueryDialects) == 0:
@@ -243,7 +251,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if sampleErr != nil {
 		rep.Failures = append(rep.Failures, "sampling the server's memory: "+sampleErr.Error())
 	}
-	rep.judge(cfg.Warmup)
+	w, why := WarmupEnd(rep.RSS, cfg.Warmup, cfg.CacheWarmupMax)
+	rep.WarmupSeconds, rep.WarmupEnd = w.Seconds(), why
+	rep.judge(w)
 	return rep, nil
 }
 
@@ -534,6 +544,47 @@ func slope(xs, ys []float64) float64 {
 	return sxy / sxx
 }
 
+// cacheFull is the share of the block cache's capacity that its blocks
+// and Pebble's memtables (counted against it) fill when the cache is full:
+// Pebble evicts blocks shard by shard, so the total stays a little under
+// the capacity.
+const cacheFull = 0.9
+
+// WarmupEnd returns when the soak's warm-up ends, and why. Pebble's block
+// cache is bounded (its capacity is on /metrics) but fills only as the
+// queries read blocks: until it is full the server's memory rises by
+// design. So with cacheMax after warmup, the warm-up lasts until the
+// first sample, at or after warmup, at which the store's block cache is
+// full (its blocks and memtables at least cacheFull of its capacity), and
+// until cacheMax at the latest, full or not. Without that, or without the
+// store's figures in the samples, it ends at warmup. After it, RSS must be
+// flat whatever grows: the cache cannot grow past its capacity, and any
+// other growth fails the soak as before.
+func WarmupEnd(samples []RSSSample, warmup, cacheMax time.Duration) (time.Duration, string) {
+	if cacheMax <= warmup {
+		return warmup, "fixed"
+	}
+	seen := false
+	for _, s := range samples {
+		if s.StoreCapacity <= 0 {
+			continue
+		}
+		seen = true
+		at := time.Duration(s.Seconds * float64(time.Second))
+		if at > cacheMax {
+			break
+		}
+		if at >= warmup && float64(s.StoreBlockCache+s.StoreMemTables) >= cacheFull*float64(s.StoreCapacity) {
+			return at, fmt.Sprintf("block cache full: %.1f MB of blocks and %.1f MB of memtables in %.1f MB",
+				float64(s.StoreBlockCache)/1e6, float64(s.StoreMemTables)/1e6, float64(s.StoreCapacity)/1e6)
+		}
+	}
+	if !seen {
+		return warmup, "fixed: no block cache figures on the server's /metrics"
+	}
+	return cacheMax, "the block cache not full by the cache warm-up's end"
+}
+
 // judge fits the memory after the warm-up and lists every reason to fail.
 func (r *SoakReport) judge(warmup time.Duration) {
 	w := r.Write
@@ -629,6 +680,7 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 	}
 	f := r.Fit
 	p("  server: %.1f CPU-s over the soak, peak RSS %.1f MB\n", r.ServerCPUSeconds, float64(r.PeakRSSBytes)/1e6)
+	p("  warm-up: the first %.0fs (%s)\n", r.WarmupSeconds, r.WarmupEnd)
 	p("  RSS after the warm-up (%d samples): min %.1f MB, median %.1f MB, max %.1f MB, slope %+.2f MB/min\n",
 		f.Samples, f.MinMB, f.MedianMB, f.MaxMB, f.SlopeMBPerMin)
 	p("  flat means: slope ≤ %.2f MB/min and max ≤ %.0f %% over the median\n", r.MaxSlope, 100*r.MaxSpread)

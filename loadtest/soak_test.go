@@ -409,3 +409,79 @@ func TestSoakMeasureQueriesEndAtTheData(t *testing.T) {
 		t.Fatal("no query during the measure")
 	}
 }
+
+// TestWarmupEnd: with a cache warm-up, the memory verdict starts when the
+// store's block cache is full. A server whose RSS rises only while the
+// cache fills, then is level, passes; one whose RSS keeps rising after the
+// cache is full still fails, as does one whose cache never fills and whose
+// RSS rises past the cap. Without the store's figures, or without a cache
+// warm-up, the warm-up is the fixed one.
+func TestWarmupEnd(t *testing.T) {
+	const capacity = 256 << 20
+	// One sample every 30 s over 14 minutes: the cache fills linearly until
+	// fullAt (never if negative), RSS follows it by the same bytes plus
+	// afterMB MB/min once it is full.
+	series := func(fullAt float64, afterMB float64) []RSSSample {
+		var s []RSSSample
+		for i := 0; i <= 28; i++ {
+			sec := float64(30 * i)
+			fill := 1.0
+			if fullAt < 0 || sec < fullAt {
+				frac := sec / 600 // would be full at 10 min
+				if fullAt > 0 {
+					frac = sec / fullAt
+				}
+				fill = 0.95 * frac
+			}
+			cache := int64(fill*capacity) - 64<<20
+			rss := 300e6 + float64(cache+64<<20)
+			if fullAt >= 0 && sec > fullAt {
+				rss += afterMB * 1e6 * (sec - fullAt) / 60
+			}
+			s = append(s, RSSSample{Seconds: sec, Bytes: int64(rss), StoreBlockCache: max(cache, 0), StoreMemTables: 64 << 20, StoreCapacity: capacity})
+		}
+		return s
+	}
+	okWrite := &Report{PointsSent: 10, PointsAccepted: 10}
+	okQueries := map[string]*SoakQueries{"prom": {Queries: 5}}
+	judge := func(s []RSSSample, warmup, cacheMax time.Duration) (*SoakReport, time.Duration, string) {
+		r := &SoakReport{Write: okWrite, Queries: okQueries, RSS: s, MaxSlope: 5, MaxSpread: 0.2}
+		w, why := WarmupEnd(s, warmup, cacheMax)
+		r.judge(w)
+		return r, w, why
+	}
+	// Full at 5 min: the warm-up ends there, and the level RSS after passes.
+	r, w, why := judge(series(300, 0), 2*time.Minute, 6*time.Minute)
+	if w != 5*time.Minute || !strings.Contains(why, "block cache full") || !r.Passed() {
+		t.Fatalf("cache full at 300 s: warm-up %v (%s), failures %v", w, why, r.Failures)
+	}
+	// The same judged from 2 min fails: the cache's fill is growth.
+	if r, _, _ := judge(series(300, 0), 2*time.Minute, 0); r.Passed() {
+		t.Fatalf("the cache's fill judged as flat: %+v", r.Fit)
+	}
+	// Growth after the cache is full still fails.
+	r, w, _ = judge(series(180, 10), 2*time.Minute, 6*time.Minute)
+	if w != 3*time.Minute || r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "RSS grows") {
+		t.Fatalf("growth of 10 MB/min after the cache is full at 180 s: warm-up %v, failures %v", w, r.Failures)
+	}
+	// Full before the fixed warm-up: the fixed warm-up.
+	if _, w, _ := judge(series(60, 0), 2*time.Minute, 6*time.Minute); w != 2*time.Minute {
+		t.Fatalf("cache full at 60 s: warm-up %v, want the fixed 2m", w)
+	}
+	// Never full: the warm-up ends at the cap, and the rise after fails.
+	r, w, why = judge(series(-1, 0), 2*time.Minute, 6*time.Minute)
+	if w != 6*time.Minute || !strings.Contains(why, "not full") || r.Passed() {
+		t.Fatalf("cache never full: warm-up %v (%s), failures %v", w, why, r.Failures)
+	}
+	// No store figures, or no cache warm-up: the fixed warm-up.
+	bare := series(300, 0)
+	for i := range bare {
+		bare[i].StoreCapacity = 0
+	}
+	if _, w, why := judge(bare, 2*time.Minute, 6*time.Minute); w != 2*time.Minute || !strings.Contains(why, "no block cache figures") {
+		t.Fatalf("no store figures: warm-up %v (%s)", w, why)
+	}
+	if w, why := WarmupEnd(series(300, 0), 2*time.Minute, 0); w != 2*time.Minute || why != "fixed" {
+		t.Fatalf("no cache warm-up: %v (%s)", w, why)
+	}
+}

@@ -39,6 +39,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&cfg.Rate, "rate", 0, "points per second to soak at; set, it skips the measure")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "length of the soak")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Minute, "start of the soak the memory verdict ignores")
+	fs.DurationVar(&cfg.CacheWarmupMax, "cache-warmup-max", 0, "extend the warm-up past -warmup until the server's block cache is full (hourglass_store_* on /metrics), ending it by this time into the soak at the latest (0: no extension)")
 	fs.DurationVar(&cfg.SampleEvery, "sample", 5*time.Second, "time between two samples of the server's RSS")
 	fs.StringVar(&dialects, "query-dialects", loadtest.QueryOpenTSDB+","+loadtest.QueryProm, "query dialects run side by side")
 	fs.IntVar(&cfg.QueryConcurrency, "query-concurrency", 1, "queries in flight per dialect")
