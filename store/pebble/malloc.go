@@ -20,7 +20,7 @@ import (
 // again from the new ones, memtables of 256 KiB to 64 MiB allocated and
 // freed — malloc kept far more than Pebble held: in a store with the
 // server's defaults churned by 6 readers and a writer, RSS outside the Go
-// runtime rose to ~690 MB in 4 minutes and stayed there, 400–520 MB of it
+// runtime rose to ~690 MB in 4 minutes and stayed there, 320–530 MB of it
 // beyond the ~200 MB in Pebble's cache and memtables; a soak reads less
 // and climbs slower (run P: +33.89 MB/min outside Go for 10 minutes;
 // docs/benchmarks.md, "Run Q").
