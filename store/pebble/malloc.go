@@ -35,7 +35,7 @@ import (
 // in the environment is left to glibc.
 const (
 	mallocArenas = 2
-	mallocSlack  = 64 << 20
+	mallocSlack  = 32 << 20
 	trimEvery    = 10 * time.Second
 )
 

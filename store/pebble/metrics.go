@@ -45,7 +45,7 @@ var storeGauges = []storeGauge{
 
 var (
 	trimsDesc = prometheus.NewDesc("hourglass_store_malloc_trims_total",
-		"Times malloc's free pages were returned to the system (malloc_trim) because the process held more than 64 MiB beyond what the Go runtime and Pebble account for (glibc only).", nil, nil)
+		"Times malloc's free pages were returned to the system (malloc_trim) because the process held more than 32 MiB beyond what the Go runtime and Pebble account for (glibc only).", nil, nil)
 	excessDesc = prometheus.NewDesc("hourglass_store_malloc_excess_bytes",
 		"At the last check (every 10 s), the process's anonymous resident memory less the Go runtime's and Pebble's cache and memtables: malloc's overhead and free memory, thread stacks (glibc only).", nil, nil)
 )
