@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -47,8 +48,9 @@ func (s *Store) dbFor(t store.Table) *pebbledb.DB {
 }
 
 // openData opens the data table's database (po are the main database's
-// options), or leaves data = db for a data set made before the split.
-func (s *Store) openData(po *pebbledb.Options, logger *slog.Logger) error {
+// options, memTable the data database's memtable size), or leaves data =
+// db for a data set made before the split.
+func (s *Store) openData(po *pebbledb.Options, memTable uint64, logger *slog.Logger) error {
 	vfsys := po.FS
 	if vfsys == nil {
 		vfsys = vfs.Default
@@ -70,6 +72,7 @@ func (s *Store) openData(po *pebbledb.Options, logger *slog.Logger) error {
 	}
 	dpo := po.Clone()
 	dpo.DisableWAL = true
+	dpo.MemTableSize = memTable
 	l := logger.With("db", dataSubdir)
 	dpo.Logger = slogLogger{l}
 	dpo.EventListener = eventListener(l)
@@ -79,6 +82,28 @@ func (s *Store) openData(po *pebbledb.Options, logger *slog.Logger) error {
 	}
 	s.data = data
 	return nil
+}
+
+// legacyLayout reports whether dir holds a Pebble database but no data
+// table database beside it: a data set made before the split, whose main
+// database may hold the data table. A new directory is not one.
+func legacyLayout(fsys vfs.FS, dir string) bool {
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	if _, err := fsys.Stat(fsys.PathJoin(dir, dataSubdir)); err == nil {
+		return false
+	}
+	names, err := fsys.List(dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "MANIFEST-") {
+			return true
+		}
+	}
+	return false
 }
 
 // hasTable reports whether the main database holds a cell of table t.

@@ -94,7 +94,13 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	// filling memtable of each of the two databases, so that cacheSize is
 	// left for blocks; memtables queued behind a slow flush still take
 	// from it until they are flushed.
-	cache := pebbledb.NewCache(cacheSize + 2*int64(po.MemTableSize))
+	dataMem := opts.dataMemTableSize()
+	if legacyLayout(po.FS, dir) {
+		// The data table may be in the main database (a data set made
+		// before the split): it keeps the memtables it had.
+		po.MemTableSize = dataMem
+	}
+	cache := pebbledb.NewCache(cacheSize + int64(po.MemTableSize) + int64(dataMem))
 	defer cache.Unref() // the DB holds its own reference
 	po.Cache = cache
 	db, err := pebbledb.Open(dir, po)
@@ -102,7 +108,7 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 		return nil, fmt.Errorf("store/pebble: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed(), cacheSize: cache.MaxSize()}
-	if err := s.openData(po, logger); err != nil {
+	if err := s.openData(po, dataMem, logger); err != nil {
 		db.Close()
 		return nil, err
 	}
