@@ -191,7 +191,8 @@ type memSeries struct {
 	tsuid  []byte
 	entry  *Entry
 
-	walSeg int // the segment that last defined ref; guarded by the WAL's lock
+	walSeg int      // the segment that last defined ref; guarded by the WAL's lock
+	wal    walState // what its next WAL sample is coded against (record_state.go); guarded by the WAL's lock
 
 	mu         sync.Mutex
 	open       []*openChunk // by hour, ascending
@@ -299,6 +300,7 @@ func (h *Head) replay(ctx context.Context) error {
 		if segment != seg {
 			seg = segment
 			clear(refs)
+			dec.newSegment()
 		}
 		if err := dec.decode(rec); err != nil {
 			// The frame checksum matched, so this is a bug or a format
@@ -457,13 +459,13 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	pos, err := h.log.Append(func(segment int, buf []byte) []byte {
 		seg = segment
 		buf = h.walSeries(segment, buf, series) // append_admit.go
-		buf = appendSamplesHeader(buf, ok)
-		var enc sampleEncoder
+		buf = appendStateSamplesHeader(buf, ok)
+		var enc stateEncoder
 		for i, s := range series {
 			if s == nil {
 				continue
 			}
-			buf = enc.append(buf, s.ref, samples[i].T, samples[i].V)
+			buf = enc.append(buf, &s.wal, segment, s.ref, samples[i].T, samples[i].V)
 		}
 		return buf
 	})

@@ -262,7 +262,13 @@ type recordDecoder struct {
 	onDelete   func(start, end int64, ls []Labels) error
 	onHist     func(ref uint64, p chunk.HistPoint) error // histogram.go; nil skips them
 	onExemplar func(ref uint64, e Exemplar) error        // exemplar.go; nil skips them
+	// state holds the series' states of stateSamples entries within a
+	// segment; newSegment forgets them (record_state.go).
+	state stateDecoder
 }
+
+// newSegment tells the decoder that the next record starts a new segment.
+func (d *recordDecoder) newSegment() { d.state.newSegment() }
 
 // readLabels reads a length-prefixed Labels from rec.
 func readLabels(rec []byte) (Labels, []byte, bool) {
@@ -274,7 +280,18 @@ func readLabels(rec []byte) (Labels, []byte, bool) {
 	return l, rec[n+int(ln):], l.Valid()
 }
 
+// decode walks the entries of rec. A record that does not decode leaves
+// the states of its segment unknown: the segment's later series-state
+// samples are refused (stateDecoder.broken).
 func (d *recordDecoder) decode(rec []byte) error {
+	err := d.entries(rec)
+	if err != nil {
+		d.state.broken = true
+	}
+	return err
+}
+
+func (d *recordDecoder) entries(rec []byte) error {
 	for len(rec) > 0 {
 		typ := rec[0]
 		rec = rec[1:]
@@ -338,6 +355,12 @@ func (d *recordDecoder) decode(rec []byte) error {
 					return err
 				}
 			}
+		case entryStateSamples: // record_state.go
+			rest, err := d.state.entry(rec, d.onSample)
+			if err != nil {
+				return err
+			}
+			rec = rest
 		case entryDeltaSamples:
 			cnt, n := binary.Uvarint(rec)
 			if n <= 0 || cnt > uint64(len(rec)) {

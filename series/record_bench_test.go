@@ -14,20 +14,34 @@ import (
 // BenchmarkWALSamples encodes the load generator's points (2,000 series,
 // 1,440 steps, 4 sources of 5,000-point batches grouped by series, as a
 // remote write request carries them) as WAL sample entries, format 1's
-// (0x02) and the delta-coded (0x06) the head writes, and reports the bytes
-// per point before and after s2 (the WAL compresses every record).
+// (0x02), the delta-coded (0x06) and the series-state samples (0x07) the
+// head writes (one segment: each series' state carried from batch to
+// batch), and reports the bytes per point before and after s2 (the WAL
+// compresses every record).
 func BenchmarkWALSamples(b *testing.B) {
 	for _, values := range []string{loadtest.ValuesDecimal, loadtest.ValuesFloat} {
 		batches := walBenchBatches(b, values)
-		for _, enc := range []string{"v1", "delta"} {
+		for _, enc := range []string{"v1", "delta", "state"} {
 			b.Run(values+"/"+enc, func(b *testing.B) {
 				var raw, packed, pts int
 				var buf, sb []byte
 				for b.Loop() {
 					raw, packed, pts = 0, 0, 0
+					states := map[uint64]*walState{}
 					for _, batch := range batches {
 						buf = buf[:0]
-						if enc == "v1" {
+						if enc == "state" {
+							buf = appendStateSamplesHeader(buf, len(batch))
+							var e stateEncoder
+							for _, s := range batch {
+								st := states[s.ref]
+								if st == nil {
+									st = &walState{}
+									states[s.ref] = st
+								}
+								buf = e.append(buf, st, 1, s.ref, s.t, s.v)
+							}
+						} else if enc == "v1" {
 							buf = appendSamplesHeaderV1(buf, len(batch))
 							var prev int64
 							for _, s := range batch {

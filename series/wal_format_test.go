@@ -14,6 +14,16 @@ import (
 // samples entry (format 1's 0x02 entries, s2-compressed as the server wrote
 // them) still replays into the head.
 func TestReplaysFormat1Samples(t *testing.T) {
+	replaysOldSamples(t, series.WALRecordV1)
+}
+
+// TestReplaysDeltaSamples: a segment of delta-coded samples (0x06), as the
+// head wrote them before series-state samples (0x07), still replays.
+func TestReplaysDeltaSamples(t *testing.T) {
+	replaysOldSamples(t, series.WALRecordDelta)
+}
+
+func replaysOldSamples(t *testing.T, record func([]series.Labels, [][]chunk.Point) []byte) {
 	dir := t.TempDir()
 	ss, want := samplesFor(6, 50, 10_000)
 	byLabels := map[series.Labels]int{}
@@ -33,7 +43,7 @@ func TestReplaysFormat1Samples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(func(_ int, buf []byte) []byte { return append(buf, series.WALRecordV1(ls, pts)...) }); err != nil {
+	if _, err := w.Append(func(_ int, buf []byte) []byte { return append(buf, record(ls, pts)...) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
