@@ -67,10 +67,10 @@ func ParseSyncMode(s string) (SyncMode, error) {
 }
 
 // Defaults of Options. Segments are removed whole, so the WAL can shrink
-// only by a segment at a time: at 16 MiB a backfill's WAL is truncated as
+// only by a segment at a time: at 8 MiB a backfill's WAL is truncated as
 // its older hours reach the store (docs/format/wal.md, "Segment size").
 const (
-	DefaultSegmentSize  = 16 << 20
+	DefaultSegmentSize  = 8 << 20
 	DefaultSyncInterval = time.Second
 )
 
