@@ -12,10 +12,11 @@ import (
 
 // A WAL record is a sequence of entries:
 //
-//	entry   = seriesDef | samples | deltaSamples | delete
+//	entry   = seriesDef | samples | deltaSamples | stateSamples | delete
 //	seriesDef = 0x01 ref:uvarint len:uvarint labels[len]
 //	samples   = 0x02 count:uvarint (ref:uvarint tdelta:varint kind:byte bits:8 bytes LE)*count
 //	deltaSamples = 0x06 count:uvarint sample*count (sampleEncoder)
+//	stateSamples = 0x07 count:uvarint sample*count (stateEncoder, record_state.go)
 //	delete    = 0x03 start:varint end:varint count:uvarint (len:uvarint labels[len])*count
 //
 // ref is a series reference local to the writing process; a segment defines
@@ -23,8 +24,8 @@ import (
 // is the timestamp minus the previous sample's in the entry (the first
 // against 0). kind is 0 for a float, 1 for an integer. A delete removes
 // the points of the series in [start, end] (ms) written before it.
-// The head writes deltaSamples since format 2 of docs/format/wal.md;
-// samples (format 1) is still read, so older segments replay.
+// The head writes stateSamples; deltaSamples (written before it) and
+// samples (format 1) are still read, so older segments replay.
 const (
 	entrySeries       = 0x01
 	entrySamples      = 0x02
