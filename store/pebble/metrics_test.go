@@ -50,8 +50,10 @@ func TestRegisterMetrics(t *testing.T) {
 	if len(got) != len(storeGauges)+extra {
 		t.Fatalf("%d series, want %d: %v", len(got), len(storeGauges), got)
 	}
-	if c := got["hourglass_store_block_cache_capacity_bytes"]; c != float64(opts.CacheSize+2*int64(opts.MemTableSize)) {
-		t.Fatalf("cache capacity %v, want %d", c, opts.CacheSize+2*int64(opts.MemTableSize))
+	// Blocks, and the filling memtable of each database (the main one's at most MainMemTableSize).
+	wantCap := opts.CacheSize + int64(opts.MemTableSize) + int64(min(opts.MemTableSize, opts.mainMemTableSize()))
+	if c := got["hourglass_store_block_cache_capacity_bytes"]; c != float64(wantCap) {
+		t.Fatalf("cache capacity %v, want %d", c, wantCap)
 	}
 	if got["hourglass_store_block_cache_bytes"] <= 0 || got["hourglass_store_block_cache_blocks"] <= 0 || got["hourglass_store_table_bytes"] <= 0 {
 		t.Fatalf("after a scan of flushed data: %v", got)
