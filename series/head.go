@@ -430,6 +430,15 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 			errs[i] = fmt.Errorf("%w (%v): timestamp %d ms is before %d", ErrOutOfRetention, h.opts.Retention, samples[i].T, cutoff)
 			continue
 		}
+		// A series' points come one after the other (remote write sends
+		// a series with its samples): the next point of the same hint and
+		// labels goes to the same series without looking again.
+		if i > 0 && series[i-1] != nil && samples[i].Hint != nil && samples[i].Hint == samples[i-1].Hint &&
+			samples[i].Labels == samples[i-1].Labels {
+			series[i] = series[i-1]
+			ok++
+			continue
+		}
 		s := samples[i].Hint.series(h, samples[i].Labels)
 		var err error
 		if s == nil {
@@ -481,17 +490,30 @@ func (h *Head) AppendRequest(ctx context.Context, samples []Sample, errs []error
 	}
 	now := h.opts.Now().UnixMilli()
 	var late int64
-	for i, s := range series {
-		for s != nil && !h.appendToSeries(s, samples[i].T, samples[i].V, seg, now, &late) {
+	for i := 0; i < len(series); {
+		s := series[i]
+		if s == nil {
+			i++
+			continue
+		}
+		// The run of points of one series, under one take of its lock.
+		j := i + 1
+		for j < len(series) && series[j] == s {
+			j++
+		}
+		for s != nil && !h.appendPoints(s, samples[i:j], seg, now, &late) {
 			// The series was forgotten between the lookup and now: the
-			// point goes to its new incarnation.
+			// points go to its new incarnation.
 			var err error
 			if s, err = h.getOrCreate(ctx, samples[i].Labels); err != nil {
-				errs[i] = err
+				for k := i; k < j; k++ {
+					errs[k] = err
+				}
 			} else {
 				samples[i].Hint.remember(h, s)
 			}
 		}
+		i = j
 	}
 	h.applyMu.RUnlock()
 	h.segApplied(seg)
@@ -521,62 +543,78 @@ func (h *Head) Fatal() error {
 	return nil
 }
 
-// appendToSeries adds one point to the series' open chunk of its hour,
-// sealing what is full or past its hour. now is the wall clock (unix ms),
-// read once per batch. It returns false, doing nothing, if the series has
-// been forgotten. A point that goes to a late chunk adds one to *late: the
-// caller counts the batch's in Head.latePoints at once (addLate), one
-// shared counter touched per batch instead of per point.
+// appendToSeries adds one point to the series' open chunk of its hour
+// (appendPoints).
 func (h *Head) appendToSeries(s *memSeries, t int64, v chunk.Value, seg int, now int64, late *int64) bool {
-	hour := rowkey.HourOf(t)
+	one := [1]Sample{{T: t, V: v}}
+	return h.appendPoints(s, one[:], seg, now, late)
+}
+
+// appendPoints adds points, in order, to the series' open chunks of their
+// hours, sealing what is full or past its hour, under one take of the
+// series' lock. now is the wall clock (unix ms), read once per batch. It
+// returns false, doing nothing, if the series has been forgotten. A point
+// that goes to a late chunk adds one to *late: the caller counts the
+// batch's in Head.latePoints at once (addLate), one shared counter touched
+// per batch instead of per point.
+func (h *Head) appendPoints(s *memSeries, pts []Sample, seg int, now int64, late *int64) bool {
 	var idx []store.Mutation
+	var sealed []*sealedChunk
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
 		return false
 	}
 	s.lastAppend = now
-	if day := dayOf(t); day != s.lastDay {
-		s.lastDay = day
-		if s.entry == nil {
-			s.entry, idx = h.index.add(s.labels, s.tsuid, h.opts.Layout.Salt(s.tsuid), day, nil)
-		} else {
-			idx = h.index.addDay(s.entry, day, nil)
-		}
-	}
-	var oc *openChunk
-	i := sort.Search(len(s.open), func(i int) bool { return s.open[i].hour >= hour })
-	if i < len(s.open) && s.open[i].hour == hour {
-		oc = s.open[i]
-	} else {
-		oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts, s.lastLate)
-		s.open = append(s.open, nil)
-		copy(s.open[i+1:], s.open[i:])
-		s.open[i] = oc
-	}
-	oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
-	oc.freeze()
-	if oc.late {
-		oc.lateN++
-		*late++
-	}
-	if seg < oc.minSeg {
-		oc.minSeg = seg
-	}
-	if t > s.maxT {
-		s.maxT = t
-	}
-	var sealed []*sealedChunk
-	if n := oc.length(); n >= s.sealAt && (n >= h.opts.ChunkMaxPoints || !oc.late) {
-		sealed = append(sealed, h.sealLocked(s, oc))
-	}
 	graceMs := h.opts.Grace.Milliseconds()
-	for j := 0; j < len(s.open); {
-		if c := s.open[j]; !c.pinned && c.hour+rowkey.HourMs+graceMs <= s.maxT {
-			sealed = append(sealed, h.sealLocked(s, c))
-			continue
+	var oc *openChunk // the chunk of the last point, while it is open
+	for k := range pts {
+		t, v := pts[k].T, pts[k].V
+		if day := dayOf(t); day != s.lastDay {
+			s.lastDay = day
+			if s.entry == nil {
+				s.entry, idx = h.index.add(s.labels, s.tsuid, h.opts.Layout.Salt(s.tsuid), day, idx)
+			} else {
+				idx = h.index.addDay(s.entry, day, idx)
+			}
 		}
-		j++
+		if hour := rowkey.HourOf(t); oc == nil || oc.hour != hour {
+			i := sort.Search(len(s.open), func(i int) bool { return s.open[i].hour >= hour })
+			if i < len(s.open) && s.open[i].hour == hour {
+				oc = s.open[i]
+			} else {
+				oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts, s.lastLate)
+				s.open = append(s.open, nil)
+				copy(s.open[i+1:], s.open[i:])
+				s.open[i] = oc
+			}
+		}
+		oc.pts = append(oc.pts, chunk.Point{T: t, V: v})
+		oc.freeze()
+		if oc.late {
+			oc.lateN++
+			*late++
+		}
+		if seg < oc.minSeg {
+			oc.minSeg = seg
+		}
+		if t > s.maxT {
+			s.maxT = t
+		}
+		if n := oc.length(); n >= s.sealAt && (n >= h.opts.ChunkMaxPoints || !oc.late) {
+			sealed = append(sealed, h.sealLocked(s, oc))
+			oc = nil
+		}
+		for j := 0; j < len(s.open); {
+			if c := s.open[j]; !c.pinned && c.hour+rowkey.HourMs+graceMs <= s.maxT {
+				sealed = append(sealed, h.sealLocked(s, c))
+				if c == oc {
+					oc = nil
+				}
+				continue
+			}
+			j++
+		}
 	}
 	s.mu.Unlock()
 	if len(idx) > 0 {

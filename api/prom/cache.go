@@ -128,6 +128,12 @@ func (c *SeriesCache) put(key string, maxLabels int, labels []Label, metric stri
 // appendLabelField appends a Label message field (field 1, as in a 1.0
 // TimeSeries) of name and value to b: the key of a 2.0 series.
 func appendLabelField(b []byte, name, value string) []byte {
+	if n := 4 + len(name) + len(value); n < 0x80 { // every length one byte
+		b = append(b, 1<<3|wireLen, byte(n), 1<<3|wireLen, byte(len(name)))
+		b = append(b, name...)
+		b = append(b, 2<<3|wireLen, byte(len(value)))
+		return append(b, value...)
+	}
 	n := 1 + uvarintLen(len(name)) + len(name) + 1 + uvarintLen(len(value)) + len(value)
 	b = append(b, 1<<3|wireLen)
 	b = binary.AppendUvarint(b, uint64(n))

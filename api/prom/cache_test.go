@@ -33,6 +33,15 @@ func FuzzDecodeCached(f *testing.F) {
 		f.Add(b, false)
 	}
 	f.Add(rawV1(rawSeries([][2]string{{"__name__", "a"}, {"", "x"}}, 3), rawSeries([][2]string{{"__name__", "a"}}, 1), rawSeries([][2]string{{"__name__", "a"}}, 2)), false)
+	// Labels with samples between them: the key is copied, not the body's.
+	interleaved := func(job string) []byte {
+		b := appendBytesField(nil, 1, rawLabel("job", job))
+		b = append(b, rawSeries(nil, 2)...)
+		b = appendBytesField(b, 1, rawLabel("__name__", "up"))
+		b = append(b, rawSeries(nil, 1)...)
+		return appendBytesField(b, 1, rawLabel("zone", "a"))
+	}
+	f.Add(rawV1(interleaved("x"), rawSeries([][2]string{{"job", "x"}, {"__name__", "up"}, {"zone", "a"}}, 1), interleaved("x"), interleaved("y")), false)
 	st := writev2.NewSymbolTable()
 	req := &writev2.Request{Timeseries: []writev2.TimeSeries{
 		{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "a.b c", "x", "✓\n"), nil),

@@ -48,16 +48,21 @@ func (s *schema) spec(num int) *fieldSpec {
 func (s *schema) check(b []byte, base int) error {
 	off := 0
 	for off < len(b) {
-		// A Label's fields are all strings: any well-formed length-delimited
-		// field with a one-byte key is what the lookup below would accept
-		// (a listed string, or an unknown field skipped), so it is taken
-		// without one; anything else goes the long way, errors included.
-		if s == labelSchema {
-			if c := b[off]; c >= 8 && c < 0x80 && c&7 == wireLen {
-				if _, end := lenField(b, off+1); end >= 0 {
-					off = end
-					continue
-				}
+		// The fields of the shapes Prometheus' encoders send are taken
+		// without the lookup below where their key byte says what they
+		// are; anything else goes the long way, errors included, so a
+		// schema checks the same with or without these
+		// (TestCheckShortcuts holds them to a copy of the schema).
+		switch s {
+		case labelSchema:
+			if end := labelField(b, off); end >= 0 {
+				off = end
+				continue
+			}
+		case timeSeriesV1Schema, timeSeriesV2Schema:
+			if end := s.timeSeriesField(b, off); end >= 0 {
+				off = end
+				continue
 			}
 		}
 		num, typ, next := field(b, off)
@@ -80,6 +85,83 @@ func (s *schema) check(b []byte, base int) error {
 		}
 	}
 	return nil
+}
+
+// labelField checks the field of a Label at b[off:] the short way and
+// returns the offset after it, -1 to leave it to the long way. A Label's
+// fields are all strings: any well-formed length-delimited field with a
+// one-byte key is what the lookup would accept (a listed string, or an
+// unknown field skipped).
+func labelField(b []byte, off int) int {
+	if c := b[off]; c < 8 || c >= 0x80 || c&7 != wireLen {
+		return -1
+	}
+	return lenEnd(b, off+1)
+}
+
+// lenEnd returns the end of the length-delimited value whose length is at
+// b[off:], -1 if it is malformed: lenField's end, a one-byte length read
+// inline.
+func lenEnd(b []byte, off int) int {
+	if off < len(b) && b[off] < 0x80 {
+		if end := off + 1 + int(b[off]); end <= len(b) {
+			return end
+		}
+		return -1
+	}
+	_, end := lenField(b, off)
+	return end
+}
+
+// timeSeriesField checks the field of a TimeSeries at b[off:] the short
+// way and returns the offset after it, -1 to leave it to the long way: a
+// Sample (field 2 in both versions) in the shape sampleFast reads, a 1.0
+// Label (field 1) whose fields labelField takes.
+func (s *schema) timeSeriesField(b []byte, off int) int {
+	c := b[off]
+	if c != 2<<3|wireLen && (c != 1<<3|wireLen || s != timeSeriesV1Schema) {
+		return -1
+	}
+	end := lenEnd(b, off+1)
+	if end < 0 {
+		return -1
+	}
+	start := end - int(b[off+1]) // a one-byte length, or checked below
+	if b[off+1] >= 0x80 {
+		start, _ = lenField(b, off+1)
+	}
+	if c == 2<<3|wireLen {
+		if _, _, ok := sampleFast(b[start:end]); ok {
+			return end
+		}
+		return -1
+	}
+	if !labelFieldsShort(b[start:end]) {
+		return -1
+	}
+	return end
+}
+
+// labelFieldsShort reports whether labelField takes every field of the
+// Label b (false: the long way checks it).
+func labelFieldsShort(b []byte) bool {
+	for p := 0; p < len(b); {
+		c := b[p]
+		if c < 8 || c >= 0x80 || c&7 != wireLen || p+1 >= len(b) {
+			return false
+		}
+		if n := b[p+1]; n < 0x80 {
+			p += 2 + int(n)
+			if p > len(b) {
+				return false
+			}
+			continue
+		}
+		if p = lenEnd(b, p+1); p < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *schema) malformed(off int, reason string) error {

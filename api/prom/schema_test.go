@@ -1,8 +1,11 @@
 package prom
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +40,116 @@ func TestLabelCheckShortcut(t *testing.T) {
 		got, want := fmt.Sprint(labelSchema.check(b, 7)), fmt.Sprint(generic.check(b, 7))
 		if got != want {
 			t.Fatalf("% x: %s, the long way %s", b, got, want)
+		}
+	}
+}
+
+// The TimeSeries schemas' shortcuts in check (Samples in the shape
+// sampleFast reads, 1.0 Labels whose fields labelField takes) accept and
+// reject exactly what the field-by-field lookup does, with the same errors:
+// well-formed series, and series with a byte changed, cut short or with
+// bytes added.
+func TestCheckShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	sample := func() []byte {
+		var s []byte
+		if r.IntN(4) != 0 {
+			s = appendFixed64Field(s, 1, r.Uint64())
+		}
+		if r.IntN(4) != 0 {
+			s = appendVarintField(s, 2, r.Uint64()>>r.IntN(64))
+		}
+		if r.IntN(8) == 0 {
+			s = appendVarintField(s, 3, r.Uint64()>>r.IntN(64)) // 2.0's start timestamp; unknown to 1.0
+		}
+		return s
+	}
+	var cases [][]byte
+	for range 3000 {
+		var b []byte
+		for range r.IntN(6) {
+			switch r.IntN(4) {
+			case 0:
+				b = appendBytesField(b, 1, rawLabel(strings.Repeat("n", r.IntN(3)), strings.Repeat("v", r.IntN(200))))
+			case 1:
+				b = appendBytesField(b, 1, []byte{byte(r.IntN(3)) + 1})
+			default:
+				b = appendBytesField(b, 2, sample())
+			}
+		}
+		switch r.IntN(4) {
+		case 0:
+			if len(b) > 0 {
+				b[r.IntN(len(b))] = byte(r.IntN(256))
+			}
+		case 1:
+			b = b[:r.IntN(len(b)+1)]
+		case 2:
+			b = append(b, byte(r.IntN(256)), byte(r.IntN(256)))
+		}
+		cases = append(cases, b)
+	}
+	for _, s := range []*schema{timeSeriesV1Schema, timeSeriesV2Schema} {
+		generic := &schema{s.name, s.fields} // not s: the long way
+		for _, b := range cases {
+			got, want := fmt.Sprint(s.check(b, 7)), fmt.Sprint(generic.check(b, 7))
+			if got != want {
+				t.Fatalf("%s % x: %s, the long way %s", s.name, b, got, want)
+			}
+		}
+	}
+}
+
+// sampleFast reads what the general walk reads, and only what the check
+// accepts.
+func FuzzSampleFast(f *testing.F) {
+	f.Add(appendVarintField(appendFixed64Field(nil, 1, math.Float64bits(1.5)), 2, 1767225600000))
+	f.Add(appendVarintField(nil, 2, math.MaxUint64))
+	f.Add(appendFixed64Field(nil, 1, 1))
+	f.Add([]byte{})
+	f.Add([]byte{0x09, 1, 2, 3, 4, 5, 6, 7, 8, 0x10, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, v, ok := sampleFast(b)
+		if !ok {
+			return
+		}
+		if err := sampleV1Schema.check(b, 0); err != nil {
+			t.Fatalf("sampleFast read % x, which the check refuses: %v", b, err)
+		}
+		if wt, wv := parseSample(b); wt != ts || wv != v {
+			t.Fatalf("% x: sampleFast %d %x, parseSample %d %x", b, ts, v, wt, wv)
+		}
+	})
+}
+
+// uvarintSlow reads what a byte-at-a-time read reads: every length,
+// truncated varints, overlong ones, whatever follows within the capacity.
+func TestUvarintSlow(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		n := r.IntN(12)
+		b := make([]byte, n, n+r.IntN(10))
+		for i := range b {
+			b[i] = byte(r.IntN(256)) | 0x80
+		}
+		if n > 0 && r.IntN(4) != 0 {
+			b[r.IntN(n)] &= 0x7f // an end somewhere
+		}
+		full := b[:cap(b)]
+		for i := n; i < cap(b); i++ {
+			full[i] = byte(r.IntN(256))
+		}
+		off := 0
+		if n > 0 {
+			off = r.IntN(n)
+		}
+		gv, gn := uvarintSlow(b, off)
+		wv, wn := uvarintLoop(b, off)
+		if gv != wv || gn != wn {
+			t.Fatalf("% x (cap %d) at %d: %d, %d; a byte at a time %d, %d", b, cap(b), off, gv, gn, wv, wn)
+		}
+		if x, k := binary.Uvarint(b[off:]); k > 0 && (x != wv || off+k != wn) {
+			t.Fatalf("% x at %d: %d, %d; encoding/binary %d, %d", b, off, wv, wn, x, off+k)
 		}
 	}
 }

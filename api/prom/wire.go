@@ -3,6 +3,7 @@ package prom
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // The protobuf wire format, as much of it as the remote-write and
@@ -28,14 +29,37 @@ func uvarint(b []byte, off int) (uint64, int) {
 	return uvarintSlow(b, off)
 }
 
-// uvarintSlow reads a varint of any length at b[off:].
+// uvarintSlow reads a varint of any length at b[off:]. One of up to 8
+// bytes (a millisecond timestamp takes 6) is read with one load where b's
+// capacity has 8 bytes from off (bytes past len(b) are read, never used:
+// a varint that does not end within len(b) is malformed, as the loop
+// finds too): its end found by the first byte whose top bit is clear, its
+// 7-bit groups gathered without a loop.
 //
 //go:noinline
 func uvarintSlow(b []byte, off int) (uint64, int) {
+	if off >= 0 && off < len(b) && cap(b)-off >= 8 {
+		x := binary.LittleEndian.Uint64(b[off:cap(b)])
+		if stop := ^x & 0x8080808080808080; stop != 0 {
+			n := bits.TrailingZeros64(stop) + 1 // 8 x the varint's bytes
+			if end := off + n/8; end <= len(b) {
+				x &= 1<<n - 1 // n = 64: the shift gives 0, the mask all ones
+				x = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+					x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+				return x, end
+			}
+			return 0, -1 // it runs past len(b)
+		}
+	}
+	return uvarintLoop(b, off)
+}
+
+// uvarintLoop reads a varint of any length at b[off:], a byte at a time.
+func uvarintLoop(b []byte, off int) (uint64, int) {
 	var x uint64
 	var s uint
 	for i := 0; i < binary.MaxVarintLen64; i++ {
-		if off >= len(b) {
+		if off < 0 || off >= len(b) {
 			return 0, -1
 		}
 		c := b[off]
@@ -77,6 +101,30 @@ func fixed64(b []byte, off int) (uint64, int) {
 		return 0, -1
 	}
 	return binary.LittleEndian.Uint64(b[off:]), off + 8
+}
+
+// sampleFast reads a Sample (of either version) in the shape Prometheus'
+// encoders give it: the value (field 1, fixed64), then the timestamp (field
+// 2, varint), either left out when it is zero, and nothing else. ok is
+// false for any other shape, which the general walk reads (and checks):
+// whatever sampleFast takes, the general walk takes too, with the same
+// timestamp and value.
+func sampleFast(b []byte) (t int64, v uint64, ok bool) {
+	off := 0
+	if len(b) >= 9 && b[0] == 1<<3|wireFixed64 {
+		v, off = binary.LittleEndian.Uint64(b[1:9]), 9
+	}
+	if off == len(b) {
+		return 0, v, true
+	}
+	if b[off] != 2<<3|wireVarint {
+		return 0, 0, false
+	}
+	x, end := uvarint(b, off+1)
+	if end != len(b) {
+		return 0, 0, false
+	}
+	return int64(x), v, true
 }
 
 // skip skips the value of a field of wire type typ at b[off:].

@@ -147,12 +147,13 @@ type Series struct {
 	// bad symbol references (2.0), no samples at all (2.0).
 	Err error
 
-	msg      Message
-	raw      []byte // the TimeSeries message
-	nLabels  int    // labels sent, even past MaxLabels
-	badLabel string // why the labels are invalid
-	entry    *cacheEntry
-	dec      *Decoder // its bounds and, for 2.0, the symbol table
+	msg       Message
+	raw       []byte // the TimeSeries message
+	samplesAt int    // where in raw its first sample is (its fields before hold none)
+	nLabels   int    // labels sent, even past MaxLabels
+	badLabel  string // why the labels are invalid
+	entry     *cacheEntry
+	dec       *Decoder // its bounds and, for 2.0, the symbol table
 }
 
 // Samples iterates the series' float samples in the order sent:
@@ -160,12 +161,26 @@ type Series struct {
 func (s *Series) Samples() iter.Seq2[int64, float64] {
 	return func(yield func(int64, float64) bool) {
 		b := s.raw
-		for off := 0; off < len(b); {
+		for off := s.samplesAt; off < len(b); {
+			if b[off] == 2<<3|wireLen && off+1 < len(b) && b[off+1] < 0x80 {
+				// A sample with a one-byte length (the body was checked),
+				// in the shape sampleFast reads or any other.
+				start, end := off+2, off+2+int(b[off+1])
+				t, v, ok := sampleFast(b[start:end])
+				if !ok {
+					t, v = parseSample(b[start:end])
+				}
+				if !yield(t, math.Float64frombits(v)) {
+					return
+				}
+				off = end
+				continue
+			}
 			num, typ, next := field(b, off)
 			if num == 2 && typ == wireLen {
 				start, end := lenField(b, next)
 				t, v := parseSample(b[start:end])
-				if !yield(t, v) {
+				if !yield(t, math.Float64frombits(v)) {
 					return
 				}
 				off = end
@@ -178,7 +193,7 @@ func (s *Series) Samples() iter.Seq2[int64, float64] {
 
 // parseSample reads a Sample of either version (the first pass checked it).
 // Repeated fields keep the last value, as protobuf decoders do.
-func parseSample(b []byte) (int64, float64) {
+func parseSample(b []byte) (int64, uint64) {
 	var t int64
 	var v uint64
 	for off := 0; off < len(b); {
@@ -194,7 +209,7 @@ func parseSample(b []byte) (int64, float64) {
 			off = skip(b, next, typ)
 		}
 	}
-	return t, math.Float64frombits(v)
+	return t, v
 }
 
 // DefaultMaxLabels bounds the labels of one series the decoder collects.
@@ -221,7 +236,8 @@ type Decoder struct {
 	refs    []uint32
 	symbols []uint32 // 2.0: offset of each symbol's length in the body
 	body    []byte
-	key     []byte      // the series' labels as Label fields: the cache's key
+	key     []byte      // the series' labels as Label fields: the cache's key (in the body or keyBuf)
+	keyBuf  []byte      // key's bytes when they are not the body's as they are
 	prev    *cacheEntry // the request's previous series' entry (cache.go)
 }
 
@@ -244,7 +260,7 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 		return fmt.Errorf("%w: message %v", ErrUnsupportedContentType, msg)
 	}
 	d.body, d.prev = body, nil
-	defer func() { d.body, d.prev = nil, nil }()
+	defer func() { d.body, d.prev, d.key = nil, nil, nil }()
 	if d.MaxLabels <= 0 {
 		d.MaxLabels = DefaultMaxLabels
 	}
@@ -295,7 +311,7 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 }
 
 func (d *Decoder) reset(idx int, msg Message, raw []byte) *Series {
-	d.labels, d.key = d.labels[:0], d.key[:0]
+	d.labels, d.key, d.keyBuf = d.labels[:0], nil, d.keyBuf[:0]
 	d.series = Series{Index: idx, msg: msg, raw: raw, dec: d}
 	return &d.series
 }
@@ -309,24 +325,48 @@ func (d *Decoder) addLabel(s *Series, name, value string) {
 
 func (d *Decoder) seriesV1(idx int, b []byte) {
 	s := d.reset(idx, MessageV1, b)
+	// The key is the label fields as sent: the body's own bytes while they
+	// come one after the other (as every encoder sends them), a copy once
+	// another field comes between two of them.
+	kStart, kEnd, copied := 0, 0, false
 	for off := 0; off < len(b); {
 		at := off
-		num, typ, next := field(b, off)
-		if typ != wireLen {
-			off = skip(b, next, typ)
-			continue
+		var num, start, end int
+		if c := b[off]; c&7 == wireLen && c < 0x80 && off+1 < len(b) && b[off+1] < 0x80 {
+			// A one-byte key and length (the body was checked).
+			num, start, end = int(c>>3), off+2, off+2+int(b[off+1])
+		} else {
+			var typ, next int
+			num, typ, next = field(b, off)
+			if typ != wireLen {
+				off = skip(b, next, typ)
+				continue
+			}
+			start, end = lenField(b, next)
 		}
-		start, end := lenField(b, next)
 		off = end
 		switch num {
 		case 1:
-			if d.Cache != nil {
-				d.key = append(d.key, b[at:end]...) // the field as sent
-			} else {
+			switch {
+			case d.Cache == nil:
 				name, value := parseLabel(b[start:end])
 				d.addLabel(s, name, value)
+			case !copied && (kStart == kEnd || kEnd == at):
+				if kStart == kEnd {
+					kStart = at
+				}
+				kEnd = end
+			default:
+				if !copied {
+					d.keyBuf = append(d.keyBuf[:0], b[kStart:kEnd]...)
+					copied = true
+				}
+				d.keyBuf = append(d.keyBuf, b[at:end]...)
 			}
 		case 2:
+			if s.NumSamples == 0 {
+				s.samplesAt = at
+			}
 			s.NumSamples++
 		case 3:
 			s.Exemplars++
@@ -335,6 +375,11 @@ func (d *Decoder) seriesV1(idx int, b []byte) {
 		}
 	}
 	if d.Cache != nil {
+		if copied {
+			d.key = d.keyBuf
+		} else {
+			d.key = b[kStart:kEnd]
+		}
 		d.keyed(s)
 	} else {
 		d.finish(s)
@@ -401,6 +446,7 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	}
 	var helpRef, unitRef uint64
 	for off := 0; off < len(b); {
+		at := off
 		num, typ, next := field(b, off)
 		switch {
 		case num == 1 && typ == wireVarint:
@@ -422,6 +468,9 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 				addRef(v)
 			}
 		case 2:
+			if s.NumSamples == 0 {
+				s.samplesAt = at
+			}
 			s.NumSamples++
 		case 3:
 			s.Histograms++
@@ -475,8 +524,9 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 		// Every label resolved: the key is their bytes, and a series seen
 		// before is found by it.
 		for _, l := range d.labels {
-			d.key = appendLabelField(d.key, l.Name, l.Value)
+			d.keyBuf = appendLabelField(d.keyBuf, l.Name, l.Value)
 		}
+		d.key = d.keyBuf
 		d.labels, s.nLabels = d.labels[:0], 0
 		d.keyed(s)
 	} else {
@@ -491,7 +541,11 @@ func (d *Decoder) symbol(i uint64) string {
 	if i == 0 && len(d.symbols) == 0 {
 		return ""
 	}
-	start, end := lenField(d.body, int(d.symbols[i]))
+	off := int(d.symbols[i])
+	if n := int(d.body[off]); n < 0x80 { // a one-byte length: the body was checked
+		return bytesString(d.body[off+1 : off+1+n])
+	}
+	start, end := lenField(d.body, off)
 	return bytesString(d.body[start:end])
 }
 
