@@ -447,22 +447,34 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	var helpRef, unitRef uint64
 	for off := 0; off < len(b); {
 		at := off
-		num, typ, next := field(b, off)
-		switch {
-		case num == 1 && typ == wireVarint:
-			var v uint64
-			v, off = uvarint(b, next)
-			addRef(v)
-			continue
-		case typ != wireLen:
-			off = skip(b, next, typ)
-			continue
+		var num, start, end int
+		if c := b[off]; c&7 == wireLen && c < 0x80 && off+1 < len(b) && b[off+1] < 0x80 {
+			// A one-byte key and length (the body was checked).
+			num, start, end = int(c>>3), off+2, off+2+int(b[off+1])
+		} else {
+			var typ, next int
+			num, typ, next = field(b, off)
+			switch {
+			case num == 1 && typ == wireVarint:
+				var v uint64
+				v, off = uvarint(b, next)
+				addRef(v)
+				continue
+			case typ != wireLen:
+				off = skip(b, next, typ)
+				continue
+			}
+			start, end = lenField(b, next)
 		}
-		start, end := lenField(b, next)
 		off = end
 		switch num {
 		case 1:
 			for p := start; p < end; {
+				if c := b[p]; c < 0x80 { // a one-byte reference
+					addRef(uint64(c))
+					p++
+					continue
+				}
 				var v uint64
 				v, p = uvarint(b[:end], p)
 				addRef(v)
