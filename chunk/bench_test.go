@@ -374,3 +374,35 @@ func reportCPUPerOp(b *testing.B, c cpuClock) {
 		b.ReportMetric(float64((t-c.start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkDecodeFast measures Decode of the head's frozen blocks
+// (series/head_frozen.go): 32 points of a gauge as AppendFast writes them
+// (Gorilla XOR), each block decoded into a reused slice, 64 blocks in turn
+// as a query's head snapshot reads them.
+func BenchmarkDecodeFast(b *testing.B) {
+	for _, d := range benchData[:2] {
+		b.Run(d.name, func(b *testing.B) {
+			var blocks [][]byte
+			for i := 0; i+32 <= len(d.pts); i += 32 {
+				c, err := AppendFast(nil, testBase, d.pts[i:i+32])
+				if err != nil {
+					b.Fatal(err)
+				}
+				blocks = append(blocks, c)
+			}
+			b.ReportAllocs()
+			dst := make([]Point, 0, 32*len(blocks))
+			clk := startCPU()
+			var err error
+			for b.Loop() {
+				dst = dst[:0]
+				for _, c := range blocks {
+					if dst, err = Decode(dst, c, testBase); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			reportPerPoint(b, clk, 32*len(blocks), 0)
+		})
+	}
+}

@@ -552,12 +552,17 @@ func (it *Iterator) fill() bool {
 }
 
 // decodeXOR decodes the next len(dst) Gorilla XOR values into dst; in a
-// mixed chunk it sets it.kinds too.
+// mixed chunk it sets it.kinds too. The bit reader's state and the XOR
+// window are held in locals for the loop (as in seqDec.decode) and stored
+// back on every return, a failed one included, so error offsets are those
+// of the bit at which the stream went wrong.
 func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 	r := &it.vs.r
 	mixed := it.enc == encMixed
 	var kinds uint64
-	for i := range dst {
+	i := 0
+	if first && len(dst) > 0 {
+		// The first value is 64 bits as they are.
 		if r.n < 56 {
 			r.refill()
 		}
@@ -565,70 +570,102 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 			if r.n == 0 {
 				return false
 			}
-			kinds |= r.buf >> 63 << (uint(i) & 63)
+			kinds = r.buf >> 63
 			r.buf <<= 1
 			r.n--
 		}
-		if first && i == 0 {
-			v, ok := r.read(64)
-			if !ok {
-				return false
-			}
-			it.xv = v
-			dst[0] = int64(v)
-			continue
-		}
-		if r.n == 0 {
+		v, ok := r.read(64)
+		if !ok {
 			return false
 		}
-		switch {
-		case r.buf>>63 == 0: // 0: unchanged
-			r.buf <<= 1
-			r.n--
-			dst[i] = int64(it.xv)
-			continue
-		case r.n < 2:
-			return false
-		case r.buf>>62 == 0b11: // 11: a new window
-			if r.n < 13 {
-				return false
+		it.xv = v
+		dst[0] = int64(v)
+		i = 1
+	}
+	buf, n, b := r.buf, r.n, r.b
+	xv, lead, trail := it.xv, it.lead, it.trail
+	ok := true
+	for ; i < len(dst); i++ {
+		if n < 56 {
+			if len(b) >= 8 {
+				buf |= binary.BigEndian.Uint64(b) >> (n & 63)
+				b = b[(63-n)>>3:]
+				n |= 56
+			} else {
+				r.buf, r.n, r.b = buf, n, b
+				r.refill()
+				buf, n, b = r.buf, r.n, r.b
 			}
-			lead := uint8(r.buf >> 57 & 31)
-			sig := uint8(r.buf >> 51 & 63)
-			r.buf <<= 13
-			r.n -= 13
+		}
+		if mixed {
+			if n == 0 {
+				ok = false
+				break
+			}
+			kinds |= buf >> 63 << (uint(i) & 63)
+			buf <<= 1
+			n--
+		}
+		if n == 0 {
+			ok = false
+			break
+		}
+		if buf>>63 == 0 { // 0: unchanged
+			buf <<= 1
+			n--
+			dst[i] = int64(xv)
+			continue
+		}
+		if n < 2 {
+			ok = false
+			break
+		}
+		if buf>>62 == 0b11 { // 11: a new window
+			if n < 13 {
+				ok = false
+				break
+			}
+			l := uint8(buf >> 57 & 31)
+			sig := uint8(buf >> 51 & 63)
+			buf <<= 13
+			n -= 13
 			if sig == 0 {
 				sig = 64
 			}
-			if lead+sig > 64 {
-				return false
+			if l+sig > 64 {
+				ok = false
+				break
 			}
-			it.lead, it.trail = lead, 64-lead-sig
-		default: // 10: the current window
-			r.buf <<= 2
-			r.n -= 2
+			lead, trail = l, 64-l-sig
+		} else { // 10: the current window
+			buf <<= 2
+			n -= 2
 		}
-		// sig is 1..64 and trail 0..63; below, sig <= r.n <= 63. The
+		// sig is 1..64 and trail 0..63; below, sig <= n <= 63. The
 		// masked shifts say so, and spare a check each.
-		sig := uint(64 - it.lead - it.trail)
+		sig := uint(64 - lead - trail)
 		var x uint64
-		if sig <= r.n {
-			x = r.buf >> ((64 - sig) & 63)
-			r.buf <<= sig & 63
-			r.n -= sig
+		if sig <= n {
+			x = buf >> ((64 - sig) & 63)
+			buf <<= sig & 63
+			n -= sig
 		} else {
-			var ok bool
-			if x, ok = r.read(sig); !ok {
-				return false
+			r.buf, r.n, r.b = buf, n, b
+			x, ok = r.read(sig)
+			buf, n, b = r.buf, r.n, r.b
+			if !ok {
+				break
 			}
 		}
-		it.xv ^= x << (it.trail & 63)
-		dst[i] = int64(it.xv)
+		xv ^= x << (trail & 63)
+		dst[i] = int64(xv)
 	}
-	if mixed {
+	r.buf, r.n, r.b = buf, n, b
+	it.xv, it.lead, it.trail = xv, lead, trail
+	if ok && mixed {
 		it.kinds = kinds
 	}
-	return true
+	return ok
 }
 
 // finish ends the iteration; it checks that the chunk has nothing left over.
@@ -700,6 +737,83 @@ func Peek(b []byte, base int64) (count int, first int64, err error) {
 		return 0, 0, err
 	}
 	return int(c), base + ts.x, nil
+}
+
+// CountRange returns the number of points of chunk b, of the row whose
+// base hour is base, with a timestamp in [start, end], and its first
+// point's timestamp. It decodes the timestamps only, not the values, and
+// none of them when they are evenly spaced (a regular scrape): the count
+// is then worked out from the first timestamp and the step. It checks what
+// it reads: the leading header and, when it decodes them, that the
+// timestamps are inside the hour and increasing; the value stream is left
+// to the Iterator. On a chunk that decodes cleanly it agrees with counting
+// the Iterator's points. Errors are *CorruptionError.
+func CountRange(b []byte, base, start, end int64) (k int, first int64, err error) {
+	var ts seqDec
+	count, off, err := leadingHeader(b, base, &ts)
+	if err != nil {
+		return 0, 0, err
+	}
+	first = base + ts.x
+	tsLen, n := binary.Uvarint(b[off:])
+	if n <= 0 || tsLen > uint64(len(b)-off-n) {
+		return 0, 0, corrupt(off, "bad timestamp stream length")
+	}
+	off += n
+	stop := off + int(tsLen)
+	if start > end {
+		return 0, first, nil
+	}
+	c := int64(count)
+	if ts.noBits && (ts.keep == 0 || ts.off == 0) {
+		// Every step is the same: off for order 1, the first delta for
+		// order 2 (see seqDec.decode).
+		d := ts.off
+		if ts.order == 2 {
+			d = ts.d1
+		}
+		if c == 1 {
+			d = 1 // no step is taken
+		}
+		if d > 0 && d < HourMillis && ts.x+(c-1)*d < HourMillis {
+			last := first + (c-1)*d
+			if end < first || start > last {
+				return 0, first, nil
+			}
+			lo, hi := int64(0), c-1
+			if start > first {
+				lo = (start - first + d - 1) / d
+			}
+			if end < last {
+				hi = (end - first) / d
+			}
+			return int(max(hi-lo+1, 0)), first, nil
+		}
+		// A step the Iterator would refuse: counted below, where the
+		// check fails as it does there.
+	}
+	ts.x = first // the sequence decodes to timestamps, as in Iterator.reset
+	ts.r.reset(b[off:stop], stop)
+	var buf [batch]int64
+	prev := int64(-1) // offset from base of the last timestamp
+	for left := int(c); left > 0; {
+		dst := buf[:min(left, batch)]
+		left -= len(dst)
+		if !ts.decode(dst, 0) {
+			return 0, 0, corrupt(ts.r.offset(), "truncated timestamp stream")
+		}
+		for _, t := range dst {
+			if x := t - base; uint64(x) >= HourMillis || x <= prev {
+				return 0, 0, corrupt(ts.r.offset(), "timestamps not increasing or outside the hour")
+			} else {
+				prev = x
+			}
+			if t >= start && t <= end {
+				k++
+			}
+		}
+	}
+	return k, first, nil
 }
 
 // leadingHeader checks the base and the chunk's version and encoding, and

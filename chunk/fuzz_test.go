@@ -103,6 +103,7 @@ func FuzzRoundTrip(f *testing.F) {
 				t.Fatalf("decode (%s): %v\nchunk %x", encoding(b[1]), err, b)
 			}
 			checkSame(t, got, pts)
+			checkCountRange(t, b, base, pts)
 		}
 		// AppendFast (the head's frozen blocks) round-trips the same points.
 		b, err := AppendFast(nil, base, pts)
@@ -114,6 +115,7 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatalf("decode (fast, %s): %v\nchunk %x", encoding(b[1]), err, b)
 		}
 		checkSame(t, got, pts)
+		checkCountRange(t, b, base, pts)
 	})
 }
 
@@ -147,6 +149,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
+		checkCountRange(t, b, testBase, pts)
 		// By blocks, from inside the first batch: the same points.
 		byBlock, err := blockPoints(t, b, math.MinInt64, len(b)%3)
 		if err != nil {
@@ -166,4 +169,27 @@ func FuzzDecode(f *testing.F) {
 		}
 		checkSame(t, got, pts)
 	})
+}
+
+// checkCountRange holds CountRange to the points pts that chunk b decodes
+// to, over ranges that cut it at its ends, inside and outside.
+func checkCountRange(t *testing.T, b []byte, base int64, pts []Point) {
+	t.Helper()
+	lo, hi := pts[0].T, pts[len(pts)-1].T
+	mid := lo + (hi-lo)/2
+	for _, r := range [][2]int64{
+		{math.MinInt64, math.MaxInt64}, {lo, hi}, {lo + 1, hi - 1}, {mid, mid}, {mid - 7, mid + 10001},
+		{math.MinInt64, lo}, {hi, math.MaxInt64}, {hi + 1, math.MaxInt64}, {math.MinInt64, lo - 1}, {hi, lo},
+	} {
+		want := 0
+		for _, p := range pts {
+			if p.T >= r[0] && p.T <= r[1] {
+				want++
+			}
+		}
+		k, first, err := CountRange(b, base, r[0], r[1])
+		if err != nil || k != want || first != lo {
+			t.Fatalf("CountRange(%d, %d) = %d, %d, %v; want %d, %d", r[0], r[1], k, first, err, want, lo)
+		}
+	}
 }

@@ -325,7 +325,6 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 	sort.Slice(ranges, func(a, b int) bool { return string(ranges[a].Start) < string(ranges[b].Start) })
 	var (
 		n       int64
-		it      chunk.Iterator
 		tsuid   []byte
 		lastRow []byte
 		cur     = -1
@@ -358,35 +357,22 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 		}
 		// The cell's points are in its hour, from its first point on,
 		// which the header holds: a cell wholly in the range is not
-		// decoded here (its header is checked as it is decoded).
+		// decoded here, and of one the range cuts only the timestamps
+		// are, to count its points in range (none when they are evenly
+		// spaced); its values are checked as it is decoded.
 		var k, first int64
+		var pc int
+		var cerr error
 		if hour >= start && hour+rowkey.HourMs-1 <= end {
-			pc, f, err := chunk.Peek(c.Value, hour)
-			if err != nil {
-				scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
-				return false
-			}
-			k, first = int64(pc), f
+			pc, first, cerr = chunk.Peek(c.Value, hour)
 		} else {
-			if err := it.Reset(c.Value, hour); err != nil {
-				scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
-				return false
-			}
-			first = it.First()
-			for ok := it.SeekTo(start); ok; ok = it.Next() {
-				t, _ := it.At()
-				if t > end {
-					break
-				}
-				if t >= start {
-					k++
-				}
-			}
+			pc, first, cerr = chunk.CountRange(c.Value, hour, start, end)
 		}
-		if err := it.Err(); err != nil {
-			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, err)
+		if cerr != nil {
+			scanErr = fmt.Errorf("query: corrupt cell in row %x: %w", c.Row, cerr)
 			return false
 		}
+		k = int64(pc)
 		if k == 0 {
 			return true // nothing in range
 		}
