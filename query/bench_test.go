@@ -350,3 +350,46 @@ func BenchmarkPromMix(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunMix runs the /api/query kinds of the load generator's mix
+// (loadtest/query.go) through Engine.Run over the bench data, as
+// BenchmarkPromMix does through PromQL: an hour ending an hour before the
+// last point, 1 m downsampling; rate reads the gauge as a counter.
+func BenchmarkRunMix(b *testing.B) {
+	env := openBench(b)
+	ctx := context.Background()
+	spec, err := downsample.ParseSpec("1m-avg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum, err := downsample.Lookup("sum")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		rate bool
+	}{{"sum", false}, {"rate", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			req := query.Request{
+				Selector:   query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{anyValue("region")}, Start: env.end - rowkey.HourMs, End: env.end},
+				Aggregator: sum,
+				Downsample: &spec,
+				GroupBy:    []string{"region"},
+				Rate:       c.rate,
+			}
+			req.RateOptions.Counter = true
+			b.ReportAllocs()
+			defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
+			for b.Loop() {
+				res, err := env.eng.Run(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res) != 4 {
+					b.Fatalf("%d results", len(res))
+				}
+			}
+		})
+	}
+}

@@ -208,8 +208,11 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 		if req.Downsample != nil && !ss[i].downsampled {
 			pts = downsample.Downsample(nil, pts, *req.Downsample, sel.Start, req.End, loc)
 		}
-		if req.Rate {
-			pts = downsample.Rate(nil, pts, req.RateOptions)
+		if req.Rate && len(pts) > 1 {
+			// A rate per point but the first: sized once, not grown.
+			pts = downsample.Rate(make([]chunk.Point, 0, len(pts)-1), pts, req.RateOptions)
+		} else if req.Rate {
+			pts = nil
 		}
 		ss[i].Points = pts
 		if err := ctx.Err(); err != nil {
