@@ -314,6 +314,14 @@ func TestOpenTSDBQuerySemantics(t *testing.T) {
 		otsWantError(t, s, 400, "POST", "/api/query", fmt.Sprintf(`{"start":%d,"queries":[%s]}`, otsT0, f(flt("regexp", "host", "(", false), false)), "")
 		otsWantError(t, s, 400, "POST", "/api/query", fmt.Sprintf(`{"start":%d,"queries":[%s]}`, otsT0, f(flt("nosuch", "host", "x", false), false)), "")
 		otsWantError(t, s, 400, "POST", "/api/query", fmt.Sprintf(`{"start":%d,"queries":[{"metric":"no.such","aggregator":"sum"}]}`, otsT0), "No such name for 'metrics'")
+		// Sub-queries run side by side; the error is still the first in
+		// request order, whichever fails first.
+		for range 5 {
+			otsWantError(t, s, 400, "POST", "/api/query", fmt.Sprintf(`{"start":%d,"queries":[{"metric":"flt.m","aggregator":"sum"},%s,{"metric":"no.such","aggregator":"sum"}]}`,
+				otsT0, f(flt("literal_or", "nokey", "x", false), false)), "No such name for 'tagk'")
+			otsWantError(t, s, 400, "POST", "/api/query", fmt.Sprintf(`{"start":%d,"queries":[{"metric":"flt.m","aggregator":"sum"},{"metric":"no.such","aggregator":"sum"},%s]}`,
+				otsT0, f(flt("literal_or", "nokey", "x", false), false)), "No such name for 'metrics'")
+		}
 	})
 
 	t.Run("duplicate timestamps keep the last write", func(t *testing.T) {

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"hourglass/api/dialect"
@@ -109,11 +112,9 @@ func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	subs := make([]subResult, len(req.Queries))
-	for i := range req.Queries {
-		if err := s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); err != nil {
-			fail(err)
-			return
-		}
+	if err := s.runSubQueries(ctx, req, subs, start, end, loc); err != nil {
+		fail(err)
+		return
 	}
 	var globals []opentsdb.Annotation
 	if req.GlobalAnnotations && !req.NoAnnotations {
@@ -181,6 +182,51 @@ func (s *reads) readQueryRequest(w http.ResponseWriter, r *http.Request, body *b
 // runSubQuery runs one sub-query of an /api/query request into sb:
 // planned, fetched, deleted if the request says so, processed, and its
 // annotations read.
+// runSubQueries runs req's sub-queries into subs. A request that deletes,
+// or has one sub-query, runs them in turn; otherwise up to GOMAXPROCS run
+// at once, each bounded by its own limits as when alone, so that a
+// dashboard's many small sub-queries (one per panel line) use every core,
+// as one large sub-query's scan already does. They are started in request
+// order and none is started once one has failed, so every sub-query before
+// the first to fail has run to its end: the error is the one running them
+// in turn would give.
+func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, subs []subResult,
+	start, end int64, loc *time.Location) error {
+	workers := min(len(subs), runtime.GOMAXPROCS(0))
+	if workers <= 1 || req.Delete {
+		for i := range req.Queries {
+			if err := s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(subs))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(subs) {
+					return
+				}
+				if errs[i] = s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
 	start, end int64, loc *time.Location) error {
 	sb.sq, sb.stats.index = sq, sq.Index
