@@ -94,17 +94,7 @@ func (e *sampleEncoder) append(dst []byte, ref uint64, t int64, v chunk.Value) [
 		dst = binary.AppendUvarint(dst, zigzag(int64(ref-e.ref)))
 		dst = binary.AppendUvarint(dst, zigzag(dt-e.dt))
 	}
-	switch {
-	case kind == kindFloat:
-		dst = binary.LittleEndian.AppendUint64(dst, v.Bits())
-	case kind >= kindFloatXOR0:
-		dst = binary.LittleEndian.AppendUint64(dst, v.Bits()^e.bits)
-		dst = dst[:len(dst)-8+int(kind-kindFloatXOR0)]
-	case chained && kind == e.kind:
-		dst = binary.AppendUvarint(dst, zigzag(int64(uint64(m)-uint64(e.m))))
-	default:
-		dst = binary.AppendUvarint(dst, zigzag(m))
-	}
+	dst = appendSampleValue(dst, kind, v, m, e.bits, uint64(e.m), chained && kind == e.kind)
 	e.n++
 	e.ref, e.t, e.dt = ref, t, dt
 	e.kind, e.m, e.bits = kind, m, v.Bits()
@@ -414,4 +404,23 @@ func (d *recordDecoder) entries(rec []byte) error {
 		}
 	}
 	return nil
+}
+
+// appendSampleValue appends the value of a sample of the given kind (as
+// valueKind chose it, m its mantissa): a float's bits; their XOR with the
+// previous float's bits prevBits, cut to the kind's bytes; the mantissa's
+// difference from the previous one, prevM, when delta (chained to a sample
+// of the same kind); or the mantissa itself.
+func appendSampleValue(dst []byte, kind byte, v chunk.Value, m int64, prevBits, prevM uint64, delta bool) []byte {
+	switch {
+	case kind == kindFloat:
+		return binary.LittleEndian.AppendUint64(dst, v.Bits())
+	case kind >= kindFloatXOR0:
+		dst = binary.LittleEndian.AppendUint64(dst, v.Bits()^prevBits)
+		return dst[:len(dst)-8+int(kind-kindFloatXOR0)]
+	case delta:
+		return binary.AppendUvarint(dst, zigzag(int64(uint64(m)-prevM)))
+	default:
+		return binary.AppendUvarint(dst, zigzag(m))
+	}
 }

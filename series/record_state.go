@@ -121,17 +121,7 @@ func (e *stateEncoder) append(dst []byte, st *walState, seg int, ref uint64, t i
 			dst = binary.AppendUvarint(dst, zigzag(int64(ref-e.ref)))
 			dst = binary.AppendUvarint(dst, zigzag(dt-st.dt))
 		}
-		switch {
-		case kind == kindFloat:
-			dst = binary.LittleEndian.AppendUint64(dst, v.Bits())
-		case kind >= kindFloatXOR0:
-			dst = binary.LittleEndian.AppendUint64(dst, v.Bits()^st.v)
-			dst = dst[:len(dst)-8+int(kind-kindFloatXOR0)]
-		case chained && kind == st.kind:
-			dst = binary.AppendUvarint(dst, zigzag(int64(uint64(m)-st.v)))
-		default:
-			dst = binary.AppendUvarint(dst, zigzag(m))
-		}
+		dst = appendSampleValue(dst, kind, v, m, st.v, st.v, chained && kind == st.kind)
 	}
 	e.n++
 	e.ref = ref
