@@ -183,15 +183,25 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 	for i := range scs {
 		n += scs[i].n + scs[i].histCount() // hook: histogram.go
 	}
+	if err := q.addSamples(n); err != nil {
+		return err
+	}
+	for i, s := range ss {
+		s.cells, s.start, s.end = &scs[i], start, end
+	}
+	return nil
+}
+
+// addSamples counts n more samples read by the query against its
+// -prom-query-max-samples budget, raw or from rollups alike, and returns
+// the limit's error once the budget is passed.
+func (q *promQuerier) addSamples(n int) error {
 	q.mu.Lock()
 	q.samples += n
 	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
 	q.mu.Unlock()
 	if over {
 		return q.e.exceeded(q.samplesError())
-	}
-	for i, s := range ss {
-		s.cells, s.start, s.end = &scs[i], start, end
 	}
 	return nil
 }

@@ -339,14 +339,7 @@ func (q *promQuerier) countSamples(ss []*rollupPromSeries) error {
 	for _, s := range ss {
 		n += len(s.pts)
 	}
-	q.mu.Lock()
-	q.samples += n
-	over := q.lim.MaxSamples > 0 && q.samples > q.lim.MaxSamples
-	q.mu.Unlock()
-	if over {
-		return q.e.exceeded(q.samplesError())
-	}
-	return nil
+	return q.addSamples(n)
 }
 
 // rollupSamples returns, for each of kinds, the synthetic samples of that
