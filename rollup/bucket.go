@@ -228,13 +228,140 @@ func (b *Builder) Flush(dst []Bucket) []Bucket {
 func Compute(dst []Bucket, pts []chunk.Point, intervalMs int64) ([]Bucket, error) {
 	var b Builder
 	b.Reset(intervalMs)
-	for _, p := range pts {
-		var err error
-		if dst, err = b.Add(dst, p.T, p.V); err != nil {
-			return dst, err
-		}
+	dst, err := b.AddPoints(dst, pts)
+	if err != nil {
+		return dst, err
 	}
 	return b.Flush(dst), nil
+}
+
+// AddPoints adds pts in order, as Add does one point at a time, and
+// returns dst with the buckets finished. At a point not after the
+// previous one it returns an error, the points before it added.
+//
+// The same fields as Add's, bit for bit (FuzzAddPoints), in a loop that
+// keeps a bucket's fields in local variables while its points last: the
+// flusher computes every settled hour's buckets, and Add's per-point
+// bookkeeping through the Builder was most of rollups' ingest CPU
+// (docs/benchmarks.md, issue 13, write side).
+func (b *Builder) AddPoints(dst []Bucket, pts []chunk.Point) ([]Bucket, error) {
+	for len(pts) > 0 {
+		t := pts[0].T
+		if b.open && t <= b.prevT {
+			return dst, fmt.Errorf("rollup: point at %d ms is not after the previous one at %d ms", t, b.prevT)
+		}
+		if !b.open || t-b.cur.Start >= b.interval {
+			dst = b.Flush(dst)
+			b.cur.Start = BucketStart(t, b.interval)
+			b.open = true
+		}
+		n := b.addRun(pts)
+		pts = pts[n:]
+	}
+	return dst, nil
+}
+
+// addRun adds the points of pts that lie in the open bucket, from the
+// first (which does), up to the first point that is past the bucket or not
+// after its predecessor, and returns how many it added.
+func (b *Builder) addRun(pts []chunk.Point) int {
+	c := &b.cur
+	start, iv := c.Start, b.interval
+	count, nan := c.Count, c.NaN
+	n := count - nan
+	firstT, lastT := c.FirstT, c.LastT
+	first, last, mn, mx := c.First, c.Last, c.Min, c.Max
+	lastF, mnF, mxF := last.Float(), mn.Float(), mx.Float()
+	changes, resets, corr := c.Changes, c.Resets, c.Correction
+	stale := c.StaleEnd
+	allInt, hi, lo, fsum := b.allInt, b.hi, b.lo, b.fsum
+	// The first point is in the bucket and after the previous one: the
+	// caller saw to both, as Add does.
+	var prevT int64
+	k := 0
+	for ; k < len(pts); k++ {
+		t, v := pts[k].T, pts[k].V
+		if k > 0 && (t <= prevT || t-start >= iv) {
+			break
+		}
+		prevT = t
+		var f float64
+		if v.IsInt() {
+			x := int64(v.Bits())
+			f = float64(x)
+			var carry uint64
+			lo, carry = bits.Add64(lo, uint64(x), 0)
+			hi, _ = bits.Add64(hi, uint64(x>>63), carry)
+			stale = false
+			count++
+			n++
+			if n == 1 {
+				firstT, first, mn, mx, mnF, mxF, allInt = t, v, v, v, f, f, true
+			} else {
+				// Two ints compare as ints, else as float64s (less).
+				if mn.IsInt() {
+					if x < int64(mn.Bits()) {
+						mn, mnF = v, f
+					}
+				} else if f < mnF {
+					mn, mnF = v, f
+				}
+				if mx.IsInt() {
+					if x > int64(mx.Bits()) {
+						mx, mxF = v, f
+					}
+				} else if mxF < f {
+					mx, mxF = v, f
+				}
+			}
+		} else {
+			u := v.Bits()
+			if u == StaleNaNBits {
+				stale = true
+				continue
+			}
+			stale = false
+			count++
+			f = math.Float64frombits(u)
+			if f != f {
+				nan++
+				continue
+			}
+			n++
+			if n == 1 {
+				firstT, first, mn, mx, mnF, mxF = t, v, v, v, f, f
+			} else {
+				if f < mnF {
+					mn, mnF = v, f
+				}
+				if mxF < f {
+					mx, mxF = v, f
+				}
+			}
+			allInt = false
+		}
+		if n > 1 {
+			if f != lastF {
+				changes++
+			}
+			if f < lastF {
+				resets++
+				corr += lastF
+			}
+		}
+		lastT, last, lastF = t, v, f
+		fsum += f
+	}
+	c.Count, c.NaN = count, nan
+	c.FirstT, c.LastT = firstT, lastT
+	c.First, c.Last, c.Min, c.Max = first, last, mn, mx
+	c.Changes, c.Resets, c.Correction = changes, resets, corr
+	c.StaleEnd = stale
+	b.allInt, b.hi, b.lo, b.fsum = allInt, hi, lo, fsum
+	if k > 0 {
+		b.prevT = pts[k-1].T
+	}
+	return k
 }
 
 // ErrOverlap is returned by Merge for runs that are not in time order.

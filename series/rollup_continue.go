@@ -175,11 +175,9 @@ func continueBuckets(iv int64, prev []rollup.Bucket, prevLast int64, pts []chunk
 	// 12.5 % of the server's allocations in a soak (docs/benchmarks.md).
 	n := len(prev) + int(max(0, (pts[len(pts)-1].T-last.Start)/iv))
 	bs := append(make([]rollup.Bucket, 0, n), prev[:len(prev)-1]...)
-	for _, p := range pts {
-		var err error
-		if bs, err = b.Add(bs, p.T, p.V); err != nil {
-			return nil, false
-		}
+	bs, err := b.AddPoints(bs, pts)
+	if err != nil {
+		return nil, false
 	}
 	return b.Flush(bs), true
 }
