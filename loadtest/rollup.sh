@@ -6,7 +6,8 @@
 # from rollups and with ROLLUP_RAW (and the PromQL form), ROUNDS rounds
 # interleaved; the disk of the data table against the rollup table. With
 # RAW=1 the same backfill is written a second time with -rollup.intervals=
-# (rollups off) into its own directory, for the ingest CPU and disk cost.
+# (rollups off) into its own directory, for the ingest CPU and disk cost;
+# FIRST=raw writes that one first (to interleave the order across runs).
 # SKIP_WRITE=1 queries the data set an earlier run left in OUTDIR; PROM=0
 # leaves out the PromQL form (at 5,000 series and 10 s its raw query passes
 # the default -prom-query-max-samples: raise it with QUERY_ARGS, the extra
@@ -22,7 +23,7 @@ set -euo pipefail
 OUT=$1
 SERIES=${SERIES:-5000}; DAYS=${DAYS:-30}; INTERVAL=${INTERVAL:-60s}; ROUNDS=${ROUNDS:-3}
 RAW=${RAW:-0}; PROM=${PROM:-1}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
-WARM=${WARM:-0}
+WARM=${WARM:-0}; FIRST=${FIRST:-rollup}
 read -r -a qargs <<< "${QUERY_ARGS:-}"
 secs=${INTERVAL%s}
 case $INTERVAL in *m) secs=$(( ${INTERVAL%m} * 60 ));; esac
@@ -63,8 +64,13 @@ write() { # name extra-flags...: the backfill, then a stop that settles every ho
 }
 
 if [ "$SKIP_WRITE" != 1 ]; then
-  write rollup
-  [ "$RAW" = 1 ] && write raw -rollup.intervals=
+  if [ "$RAW" = 1 ] && [ "$FIRST" = raw ]; then
+    write raw -rollup.intervals=
+    write rollup
+  else
+    write rollup
+    [ "$RAW" = 1 ] && write raw -rollup.intervals=
+  fi
 fi
 
 start rollup "${qargs[@]}"
