@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -136,6 +137,10 @@ type rollupWriter struct {
 	log       *slog.Logger
 	m         *rollupMetrics
 	cache     *dayCache // the day cells last written (rollup_cache.go)
+	// slab and rowSlab hold the buckets hourBuckets computes for one
+	// flush (resetSlabs): one allocation for a flush's rows, not two a row.
+	slab    []rollup.Bucket
+	rowSlab [][]rollup.Bucket
 }
 
 // newRollupWriter returns the writer of the intervals, nil when there are none.
@@ -159,20 +164,47 @@ func newRollupWriter(st store.Store, layout rowkey.Layout, o RollupOptions, log 
 
 // hourBuckets returns the buckets of one hour's points at each interval up
 // to an hour (nil for the longer ones).
+//
+// The buckets are cut from the writer's slab, which the next write
+// reuses: they are the flush's until its write is done (nothing keeps
+// them after; the cache keeps cells).
 func (w *rollupWriter) hourBuckets(pts []chunk.Point) [][]rollup.Bucket {
-	out := make([][]rollup.Bucket, len(w.intervals))
+	n := len(w.intervals)
+	if cap(w.rowSlab)-len(w.rowSlab) < n {
+		w.rowSlab = make([][]rollup.Bucket, 0, max(256*n, 2*cap(w.rowSlab)))
+	}
+	out := w.rowSlab[len(w.rowSlab) : len(w.rowSlab)+n : len(w.rowSlab)+n]
+	w.rowSlab = w.rowSlab[:len(w.rowSlab)+n]
+	clear(out)
 	for k, iv := range w.intervals {
 		if iv > rowkey.HourMs {
 			continue
 		}
-		bs, err := rollup.Compute(nil, pts, iv)
+		b0 := len(w.slab)
+		bs, err := rollup.Compute(w.slab, pts, iv)
 		if err != nil {
 			// Sorted, distinct points never fail; say so if they do.
 			panic("series: rollup of sorted points: " + err.Error())
 		}
-		out[k] = bs
+		w.slab = bs
+		out[k] = bs[b0:len(bs):len(bs)]
 	}
 	return out
+}
+
+// slabMax bounds the slabs a writer keeps from one flush to the next.
+const slabMax = 1 << 20
+
+// resetSlabs readies the slabs for the next flush; the buckets of the
+// last one are no longer used.
+func (w *rollupWriter) resetSlabs() {
+	if cap(w.slab)*int(unsafe.Sizeof(rollup.Bucket{})) > slabMax {
+		w.slab = nil
+	}
+	if cap(w.rowSlab)*int(unsafe.Sizeof([]rollup.Bucket{})) > slabMax {
+		w.rowSlab = nil
+	}
+	w.slab, w.rowSlab = w.slab[:0], w.rowSlab[:0]
 }
 
 // rawKey names a data row: a series and an hour.
@@ -183,7 +215,11 @@ type rawKey struct {
 
 // write computes and writes the rollups of the rows the flusher just wrote.
 func (w *rollupWriter) write(ctx context.Context, rows []rollupRow) error {
-	if w == nil || len(rows) == 0 {
+	if w == nil {
+		return nil
+	}
+	defer w.resetSlabs()
+	if len(rows) == 0 {
 		return nil
 	}
 	t0 := time.Now()
@@ -256,9 +292,7 @@ func (w *rollupWriter) writeGroup(ctx context.Context, rows []rollupRow, need ma
 		}
 		return fmt.Errorf("series: writing rollups: %w", err)
 	}
-	for _, d := range days {
-		w.cache.put(d.key, d.dayCell)
-	}
+	w.cache.putAll(days)
 	w.m.cells.Add(float64(len(muts)))
 	return nil
 }
@@ -319,10 +353,14 @@ type dayKey struct {
 // day cells taken from the cache or read back, the rows' buckets replaced
 // in them; and the day cells to record in the cache once written.
 func (w *rollupWriter) mutations(ctx context.Context, rows []rollupRow, raw map[rawKey][]chunk.Point) ([]store.Mutation, []cachedDay, error) {
-	var muts []store.Mutation
-	days := map[dayKey][]rollup.Bucket{}
-	var order []dayKey
-	var edits []dayEdit // applied in order once the day cells are read
+	// Sized once: a flush writes a cell per row and interval, and growing
+	// these a row at a time was a fifth of the rollups' write
+	// (BenchmarkRollupWrite, docs/benchmarks.md).
+	muts := make([]store.Mutation, 0, len(rows)*len(w.intervals))
+	keys := w.keyArena(rows)
+	at := make(map[dayKey]int, len(rows))
+	var work []dayWork // in the order the rows name them
+	var edits []dayEdit
 	for _, r := range rows {
 		for k, iv := range w.intervals {
 			var bs []rollup.Bucket
@@ -351,53 +389,58 @@ func (w *rollupWriter) mutations(ctx context.Context, rows []rollupRow, raw map[
 				muts = append(muts, m)
 				continue
 			}
+			if edits == nil {
+				edits = make([]dayEdit, 0, len(rows))
+				work = make([]dayWork, 0, len(rows))
+			}
 			dk := dayKey{string(r.tsuid), iv, rollup.RowBase(r.hour)}
-			if _, ok := days[dk]; !ok {
-				days[dk] = nil
-				order = append(order, dk)
+			i, ok := at[dk]
+			if !ok {
+				i = len(work)
+				at[dk] = i
+				work = append(work, dayWork{key: dk, first: -1})
 			}
 			b0 := rollup.BucketStart(r.hour, iv)
-			edits = append(edits, dayEdit{dk, b0, b0 + iv, bs})
+			work[i].add(edits, len(edits))
+			edits = append(edits, dayEdit{from: b0, to: b0 + iv, bs: bs, next: -1})
 		}
 	}
-	if len(order) == 0 {
+	if len(work) == 0 {
 		return muts, nil, nil
 	}
-	byKey := make(map[dayKey][]dayEdit, len(order))
-	for _, e := range edits {
-		byKey[e.key] = append(byKey[e.key], e)
-	}
-	var cached []cachedDay
-	var miss, slow []dayKey
-	for _, dk := range order {
-		d, ok := w.cache.get(dk)
-		if !ok {
-			miss = append(miss, dk)
-			slow = append(slow, dk)
+	cached := make([]cachedDay, 0, len(work))
+	var miss, slow []int // indexes in work
+	w.cache.getAll(work)
+	for i := range work {
+		d := &work[i]
+		if !d.cached {
+			miss = append(miss, i)
+			slow = append(slow, i)
 			continue
 		}
 		// The hours of a day settling in order: the bucket goes after the
 		// cell's last one, without decoding it.
-		if d2, ok := appendDay(d, dk.iv, byKey[dk]); ok {
-			muts = append(muts, w.dayMutation(dk, d2.cell))
-			cached = append(cached, cachedDay{dk, d2})
+		if d2, ok := appendDay(d.cell, d.key.iv, edits, d.first); ok {
+			muts = append(muts, w.dayMutation(&keys, d.key, d2.cell))
+			cached = append(cached, cachedDay{d.key, d2})
 			continue
 		}
-		if days[dk], ok = decodeDay(d.cell, dk.day); !ok {
-			miss = append(miss, dk)
+		var ok bool
+		if d.bs, ok = decodeDay(d.cell.cell, d.key.day); !ok {
+			miss = append(miss, i)
 		}
-		slow = append(slow, dk)
+		slow = append(slow, i)
 	}
 	if len(miss) > 0 {
 		w.m.dayReads.Add(float64(len(miss)))
-		if err := w.readDays(ctx, miss, days); err != nil {
+		if err := w.readDays(ctx, work, miss); err != nil {
 			return nil, nil, err
 		}
 	}
-	for _, dk := range slow {
-		bs := days[dk]
-		for _, e := range byKey[dk] {
-			bs = rollup.ReplaceBuckets(bs, e.from, e.to, e.bs)
+	for _, i := range slow {
+		dk, bs := work[i].key, work[i].bs
+		for e := work[i].first; e >= 0; e = edits[e].next {
+			bs = rollup.ReplaceBuckets(bs, edits[e].from, edits[e].to, edits[e].bs)
 		}
 		var d dayCell
 		if len(bs) > 0 {
@@ -406,44 +449,91 @@ func (w *rollupWriter) mutations(ctx context.Context, rows []rollupRow, raw map[
 				return nil, nil, err
 			}
 		}
-		muts = append(muts, w.dayMutation(dk, d.cell))
+		muts = append(muts, w.dayMutation(&keys, dk, d.cell))
 		cached = append(cached, cachedDay{dk, d})
 	}
 	return muts, cached, nil
 }
 
-// dayMutation writes the day cell of dk, or deletes it when cell is nil.
-func (w *rollupWriter) dayMutation(dk dayKey, cell []byte) store.Mutation {
+// keyArena returns room for the row keys and qualifiers of the day cells
+// of rows, which dayMutation cuts from it (the store copies them).
+func (w *rollupWriter) keyArena(rows []rollupRow) []byte {
+	days := 0
+	for _, iv := range w.intervals {
+		if iv >= rowkey.HourMs {
+			days++
+		}
+	}
+	n := 0
+	for _, r := range rows {
+		n += 1 + 4 + 4 + len(r.tsuid) + rollup.QualifierLen
+	}
+	return make([]byte, 0, n*days)
+}
+
+// dayMutation writes the day cell of dk, or deletes it when cell is nil;
+// its row key and qualifier are appended to *keys.
+func (w *rollupWriter) dayMutation(keys *[]byte, dk dayKey, cell []byte) store.Mutation {
+	k0 := len(*keys)
+	*keys = rollup.AppendRowKey(*keys, w.layout, []byte(dk.tsuid), dk.iv, dk.day)
+	k1 := len(*keys)
+	*keys = rollup.AppendQualifier(*keys, dk.day, dk.day)
+	k := *keys
 	return store.Mutation{
-		Row:       rollup.AppendRowKey(nil, w.layout, []byte(dk.tsuid), dk.iv, dk.day),
-		Qualifier: rollup.AppendQualifier(nil, dk.day, dk.day),
+		Row:       k[k0:k1:k1],
+		Qualifier: k[k1:len(k):len(k)],
 		Value:     cell,
 		Delete:    cell == nil,
 	}
 }
 
-// dayEdit replaces the buckets in [from, to) of a day cell by bs.
-type dayEdit struct {
-	key      dayKey
-	from, to int64
-	bs       []rollup.Bucket
+// dayWork is one day cell a flush changes: its edits (a list in edits,
+// linked by dayEdit.next, in row order), what the cache knows of it, and
+// its buckets when it is decoded or read back.
+type dayWork struct {
+	key         dayKey
+	first, last int // the first and last of its edits, -1 for none
+	cached      bool
+	cell        dayCell
+	bs          []rollup.Bucket
 }
 
-// readDays reads the day cells of keys into days. A cell that does not
-// decode is replaced: it is counted and logged, and the buckets of the
-// day's other hours come back as their hours are written again.
-func (w *rollupWriter) readDays(ctx context.Context, keys []dayKey, days map[dayKey][]rollup.Bucket) error {
+// add links edit i (edits[i], appended next) after w's last edit.
+func (w *dayWork) add(edits []dayEdit, i int) {
+	if w.first < 0 {
+		w.first = i
+	} else {
+		edits[w.last].next = i
+	}
+	w.last = i
+}
+
+// dayEdit replaces the buckets in [from, to) of a day cell by bs; next is
+// the index of the same cell's next edit, -1 for none.
+type dayEdit struct {
+	from, to int64
+	bs       []rollup.Bucket
+	next     int
+}
+
+// readDays reads the day cells of work[i] for each i of miss into their
+// bs. A cell that does not decode is replaced: it is counted and logged,
+// and the buckets of the day's other hours come back as their hours are
+// written again.
+func (w *rollupWriter) readDays(ctx context.Context, work []dayWork, miss []int) error {
 	l := w.layout
-	byRow := make(map[string]dayKey, len(keys))
-	ranges := make([]store.KeyRange, 0, len(keys))
-	for _, dk := range keys {
+	byRow := make(map[string]int, len(miss))
+	ranges := make([]store.KeyRange, 0, len(miss))
+	for _, i := range miss {
+		dk := work[i].key
+		work[i].bs = nil
 		row := rollup.AppendRowKey(nil, l, []byte(dk.tsuid), dk.iv, dk.day)
-		byRow[string(row)] = dk
+		byRow[string(row)] = i
 		ranges = append(ranges, store.RowRange(row))
 	}
 	sort.Slice(ranges, func(i, j int) bool { return string(ranges[i].Start) < string(ranges[j].Start) })
 	return w.st.Scan(ctx, store.TableRollup, ranges, func(c store.Cell) bool {
-		dk, ok := byRow[string(c.Row)]
+		i, ok := byRow[string(c.Row)]
 		if !ok || len(c.Qualifier) != rollup.QualifierLen {
 			return true
 		}
@@ -451,13 +541,13 @@ func (w *rollupWriter) readDays(ctx context.Context, keys []dayKey, days map[day
 		if err != nil || q.Offset != 0 {
 			return true
 		}
-		bs, err := rollup.DecodeCell(nil, c.Value, dk.day)
+		bs, err := rollup.DecodeCell(nil, c.Value, work[i].key.day)
 		if err != nil {
 			w.m.errors.Inc()
 			w.log.Warn("rollup: an unreadable day cell is replaced", "row", fmt.Sprintf("%x", c.Row), "err", err)
 			bs = nil
 		}
-		days[dk] = bs
+		work[i].bs = bs
 		return true
 	})
 }

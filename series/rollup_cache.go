@@ -42,19 +42,25 @@ func (c *dayCache) get(k dayKey) (dayCell, bool) {
 	return v, ok
 }
 
-// put records the cell of k as written.
-func (c *dayCache) put(k dayKey, d dayCell) {
-	if c == nil || c.max <= 0 {
+// getAll sets cached and cell of each of work from the cache, under one lock.
+func (c *dayCache) getAll(work []dayWork) {
+	if c == nil {
 		return
 	}
-	size := int64(len(k.tsuid) + len(d.cell) + 96)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i := range work {
+		work[i].cell, work[i].cached = c.m[work[i].key]
+	}
+}
+
+// putLocked records the cell of k as written; c.mu is held.
+func (c *dayCache) putLocked(k dayKey, d dayCell) {
 	if old, ok := c.m[k]; ok {
 		c.bytes -= int64(len(k.tsuid) + len(old.cell) + 96)
 	}
 	c.m[k] = d
-	c.bytes += size
+	c.bytes += int64(len(k.tsuid) + len(d.cell) + 96)
 	if c.bytes > c.max {
 		// Forget a quarter (map order is random enough to spread it).
 		for k2, v := range c.m {
@@ -64,6 +70,18 @@ func (c *dayCache) put(k dayKey, d dayCell) {
 			delete(c.m, k2)
 			c.bytes -= int64(len(k2.tsuid) + len(v.cell) + 96)
 		}
+	}
+}
+
+// putAll records the cells of days as written, under one lock.
+func (c *dayCache) putAll(days []cachedDay) {
+	if c == nil || c.max <= 0 || len(days) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range days {
+		c.putLocked(d.key, d.dayCell)
 	}
 }
 
@@ -108,19 +126,21 @@ type cachedDay struct {
 	dayCell
 }
 
-// appendDay returns d with the buckets of edits appended, when every edit
-// comes after the cell's last bucket (the hours of a day settling in
-// order); false otherwise.
-func appendDay(d dayCell, iv int64, edits []dayEdit) (dayCell, bool) {
+// appendDay returns d with the buckets of its edits (the list from
+// edits[first]) appended, when every edit comes after the cell's last
+// bucket (the hours of a day settling in order); false otherwise.
+func appendDay(d dayCell, iv int64, edits []dayEdit, first int) (dayCell, bool) {
 	if d.cell == nil {
 		return d, false
 	}
-	for _, e := range edits {
-		if e.from < d.end.Next {
+	for e := first; e >= 0; e = edits[e].next {
+		if edits[e].from < d.end.Next {
 			return d, false
 		}
-		for i := range e.bs {
-			cell, end, err := rollup.AppendBucket(nil, d.cell, iv, d.end, &e.bs[i])
+		for i := range edits[e].bs {
+			// Room for the bucket (tens of bytes) and a longer header.
+			dst := make([]byte, 0, len(d.cell)+96)
+			cell, end, err := rollup.AppendBucket(dst, d.cell, iv, d.end, &edits[e].bs[i])
 			if err != nil {
 				return d, false
 			}
