@@ -8,6 +8,9 @@
 # RAW=1 the same backfill is written a second time with -rollup.intervals=
 # (rollups off) into its own directory, for the ingest CPU and disk cost;
 # FIRST=raw writes that one first (to interleave the order across runs).
+# ONLY=rollup or ONLY=raw writes that one alone, QUERY=0 skips the queries:
+# loadtest/rollup_pair.sh runs the two at once, so that both meet the same
+# load on a shared machine.
 # SKIP_WRITE=1 queries the data set an earlier run left in OUTDIR; PROM=0
 # leaves out the PromQL form (at 5,000 series and 10 s its raw query passes
 # the default -prom-query-max-samples: raise it with QUERY_ARGS, the extra
@@ -23,7 +26,7 @@ set -euo pipefail
 OUT=$1
 SERIES=${SERIES:-5000}; DAYS=${DAYS:-30}; INTERVAL=${INTERVAL:-60s}; ROUNDS=${ROUNDS:-3}
 RAW=${RAW:-0}; PROM=${PROM:-1}; VMEM=${VMEM:-4000000}; START=${START:-1763510400}; SKIP_WRITE=${SKIP_WRITE:-0}
-WARM=${WARM:-0}; FIRST=${FIRST:-rollup}
+WARM=${WARM:-0}; FIRST=${FIRST:-rollup}; ONLY=${ONLY:-}; QUERY=${QUERY:-1}
 read -r -a qargs <<< "${QUERY_ARGS:-}"
 secs=${INTERVAL%s}
 case $INTERVAL in *m) secs=$(( ${INTERVAL%m} * 60 ));; esac
@@ -63,7 +66,9 @@ write() { # name extra-flags...: the backfill, then a stop that settles every ho
   echo "$name: user sys maxrss-KiB over the server's life (start, backfill, close): $(cat "$OUT/write-$name.time")"
 }
 
-if [ "$SKIP_WRITE" != 1 ]; then
+if [ "$SKIP_WRITE" != 1 ] && [ -n "$ONLY" ]; then
+  if [ "$ONLY" = raw ]; then write raw -rollup.intervals=; else write rollup; fi
+elif [ "$SKIP_WRITE" != 1 ]; then
   if [ "$RAW" = 1 ] && [ "$FIRST" = raw ]; then
     write raw -rollup.intervals=
     write rollup
@@ -73,6 +78,7 @@ if [ "$SKIP_WRITE" != 1 ]; then
   fi
 fi
 
+if [ "$QUERY" = 0 ]; then exit 0; fi
 start rollup "${qargs[@]}"
 promflag=()
 [ "$PROM" = 1 ] || promflag=(-prom "")
