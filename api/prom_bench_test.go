@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"hourglass/internal/cputime"
 )
@@ -34,18 +36,50 @@ func BenchmarkPromRemoteWrite(b *testing.B) {
 	ps.benchWrites(b, bodies, 2000, "samples")
 }
 
+// BenchmarkPromRemoteWriteV2 is BenchmarkPromRemoteWrite's series and
+// samples as Prometheus sends them over Remote-Write 2.0: each request's
+// own symbol table, and each series' metadata (its type, as Prometheus
+// sends from the scrape; a gauge).
+func BenchmarkPromRemoteWriteV2(b *testing.B) {
+	ps := newPromServer(b, nil)
+	series := make([]labels.Labels, 2000)
+	for i := range series {
+		series[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", i%50), "cluster", "prod",
+			"cpu", fmt.Sprint(i%16), "env", "production", "instance", fmt.Sprintf("10.0.%d.%d:9100", i/250, i%250),
+			"job", "node", "mode", "user", "region", "eu-west-1", "team", "infra", "zone", "eu-west-1a")
+	}
+	bodies := make([][]byte, 64)
+	for k := range bodies {
+		st := writev2.NewSymbolTable()
+		req := &writev2.Request{}
+		for i, ls := range series {
+			req.Timeseries = append(req.Timeseries, writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil),
+				Samples:  []writev2.Sample{{Timestamp: promT0 + int64(k)*15000, Value: float64(i + k)}},
+				Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE}})
+		}
+		req.Symbols = st.Symbols()
+		bodies[k] = snappy.Encode(nil, promMarshal(b, req))
+	}
+	ps.benchWritesAs(b, promV2Headers, bodies, 2000, "samples")
+}
+
 // benchWrites sends bodies[0] (creating the series), then, timed, the
 // bodies in turn as remote-write 1.0 requests of n samples each, and
 // reports unit/s and the CPU and wall time per sample.
 func (ps *promServer) benchWrites(b *testing.B, bodies [][]byte, n int, unit string) {
-	if r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[0]); r.code != 204 { // creates the series
+	ps.benchWritesAs(b, promV1Headers, bodies, n, unit)
+}
+
+// benchWritesAs is benchWrites with the requests' headers hdr.
+func (ps *promServer) benchWritesAs(b *testing.B, hdr map[string]string, bodies [][]byte, n int, unit string) {
+	if r := ps.do("POST", "/api/v1/write", hdr, bodies[0]); r.code != 204 { // creates the series
 		b.Fatalf("%d %s", r.code, r.body)
 	}
 	b.ReportAllocs()
 	cpu, _ := cputime.Process()
 	k := 1
 	for b.Loop() {
-		r := ps.do("POST", "/api/v1/write", promV1Headers, bodies[k%len(bodies)])
+		r := ps.do("POST", "/api/v1/write", hdr, bodies[k%len(bodies)])
 		if r.code != 204 {
 			b.Fatalf("%d %s", r.code, r.body)
 		}

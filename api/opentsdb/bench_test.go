@@ -2,6 +2,7 @@ package opentsdb
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -162,4 +163,64 @@ func BenchmarkParsePutEncodingJSON(b *testing.B) {
 		}
 	}
 	throughput(b, n*b.N, "points", cpu)
+}
+
+// BenchmarkLineParserLoad is telnet put lines as the load generator sends
+// them (hourglass-loadtest write -dialect telnet -workers 4 -batch 5000):
+// one connection's 1,250 series (12 metrics a host, five tags), four steps
+// of 10 s in step order, gauges with two decimals and integer counters,
+// each line first dispatched by Command and its series' ref attached once,
+// as the telnet handler does. Every series is known after the first pass.
+// cpu-ns/line is the process's CPU time.
+func BenchmarkLineParserLoad(b *testing.B) {
+	metrics := []string{"sys_cpu_user_percent", "sys_cpu_system_percent", "sys_load_1m", "mem_used_percent",
+		"disk_used_percent", "net_latency_ms", "net_bytes_in_total", "net_bytes_out_total",
+		"http_requests_total", "disk_io_ops_total", "mem_total_bytes", "cpu_cores"}
+	const series, steps = 1250, 4
+	var lines [][]byte
+	for k := range steps {
+		for s := range series {
+			h, m := s/len(metrics), s%len(metrics)
+			l := []byte("put " + metrics[m] + " ")
+			l = strconv.AppendInt(l, 1767225600+int64(k)*10, 10)
+			l = append(l, ' ')
+			if m < 6 { // a gauge with two decimals
+				l = strconv.AppendFloat(l, float64((s*7919+k*31)%10000)/100, 'f', -1, 64)
+			} else { // a counter
+				l = strconv.AppendInt(l, int64(s)*1048576+int64(k)*524288, 10)
+			}
+			l = append(l, " dc=eu-west-"...)
+			l = append(l, byte('a'+h%3))
+			l = append(l, " host=host-"...)
+			l = append(l, fmt.Sprintf("%06d", h)...)
+			l = append(l, fmt.Sprintf(" rack=eu-west-%c-r%02d", 'a'+h%3, h%20)...)
+			l = append(l, " region=eu-west service=api"...)
+			lines = append(lines, l)
+		}
+	}
+	var p LineParser
+	var dp DataPoint
+	var sum int64
+	parse := func() {
+		for _, l := range lines {
+			if Command(l) != CmdPut {
+				b.Fatalf("%q", l)
+			}
+			if err := p.Parse(l, &dp); err != nil {
+				b.Fatal(err)
+			}
+			if p.Ref() == nil {
+				p.SetRef(&sum)
+			}
+			sum += dp.Timestamp
+		}
+	}
+	parse()
+	b.ReportAllocs()
+	cpu := cputime.Used()
+	for b.Loop() {
+		parse()
+	}
+	n := len(lines) * b.N
+	b.ReportMetric(float64((cputime.Used()-cpu).Nanoseconds())/float64(n), "cpu-ns/line")
 }

@@ -79,7 +79,8 @@ func BenchmarkDecodeV2(b *testing.B) { benchDecode(b, MessageV2, benchV2(b)) }
 
 // A request as the load generator sends it (hourglass-loadtest write
 // -workers 4 -batch 5000, 5,000 series): 1,250 series of 4 samples each,
-// 10 s apart, six labels a series, values with two decimals.
+// 10 s apart, six labels a series, values with two decimals; 2.0 with each
+// series' metadata.
 func benchLoadSeries() []labels.Labels {
 	out := make([]labels.Labels, 1250)
 	for i := range out {
@@ -107,7 +108,9 @@ func benchLoad(b *testing.B, msg Message) []byte {
 		st := writev2.NewSymbolTable()
 		req := &writev2.Request{}
 		for i, ls := range benchLoadSeries() {
-			ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil)}
+			// Each series with its metadata, as the load generator and
+			// Prometheus send it (the type; a gauge).
+			ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil), Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE}}
 			for k := 0; k < 4; k++ {
 				ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: t0 + int64(k)*10000, Value: float64(i*7+k) / 100})
 			}
