@@ -239,6 +239,46 @@ func TestPromWriteV2(t *testing.T) {
 	}
 }
 
+// A series the decoder remembers records its metadata again when it
+// changes, and only the metadata it sends: the table follows the last
+// change, and keeps its own copies of the strings.
+func TestPromWriteV2MetadataChanges(t *testing.T) {
+	ps := newPromServer(t, nil)
+	write := func(k int, typ writev2.Metadata_MetricType, help string) {
+		t.Helper()
+		st := writev2.NewSymbolTable()
+		md := writev2.Metadata{Type: typ}
+		if help != "" {
+			md.HelpRef = st.Symbolize(help)
+		}
+		req := &writev2.Request{Timeseries: []writev2.TimeSeries{{
+			LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "jobs", "q", "a"), nil),
+			Samples:    []writev2.Sample{{Value: 1, Timestamp: promT0 + int64(k)*15000}}, Metadata: md}}}
+		req.Symbols = st.Symbols()
+		if r := ps.writeV2(req); r.code != http.StatusNoContent {
+			t.Fatalf("write %d: %d %s", k, r.code, r.body)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		code, ar := ps.api("GET", "/api/v1/metadata", url.Values{"metric": {"jobs"}})
+		if code != 200 || string(ar.Data) != want {
+			t.Fatalf("metadata: %d %s, want %s", code, ar.Data, want)
+		}
+	}
+	write(0, writev2.Metadata_METRIC_TYPE_GAUGE, "Jobs.")
+	check(`{"jobs":[{"type":"gauge","help":"Jobs.","unit":""}]}`)
+	write(1, writev2.Metadata_METRIC_TYPE_GAUGE, "Jobs.")
+	write(2, writev2.Metadata_METRIC_TYPE_GAUGE, "Jobs queued.")
+	check(`{"jobs":[{"type":"gauge","help":"Jobs queued.","unit":""}]}`)
+	write(3, writev2.Metadata_METRIC_TYPE_COUNTER, "Jobs queued.")
+	check(`{"jobs":[{"type":"counter","help":"Jobs queued.","unit":""}]}`)
+	write(4, writev2.Metadata_METRIC_TYPE_UNSPECIFIED, "") // none: the table keeps what it has
+	check(`{"jobs":[{"type":"counter","help":"Jobs queued.","unit":""}]}`)
+	write(5, writev2.Metadata_METRIC_TYPE_GAUGE, "Jobs.")
+	check(`{"jobs":[{"type":"gauge","help":"Jobs.","unit":""}]}`)
+}
+
 func TestPromWriteRejects(t *testing.T) {
 	ps := newPromServer(t, func(c *Config) { c.Prom.WriteMaxDecodedBytes = 1 << 16 })
 	good := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "good"}}, Samples: []prompb.Sample{{Timestamp: promT0, Value: 1}}}

@@ -162,7 +162,18 @@ func (d *Decoder) keyed(s *Series) bool {
 		return true
 	}
 	key := string(d.key) // the labels alias it: it outlives the body
-	kb := unsafe.Slice(unsafe.StringData(key), len(key))
+	d.addKeyLabels(s, unsafe.Slice(unsafe.StringData(key), len(key)))
+	d.finish(s)
+	if s.Err == nil {
+		if s.entry = d.Cache.put(key, d.MaxLabels, d.labels, s.Metric); s.entry != nil {
+			d.follow(s.entry)
+		}
+	}
+	return false
+}
+
+// addKeyLabels adds the labels of kb, Label fields (a cache key), to s.
+func (d *Decoder) addKeyLabels(s *Series, kb []byte) {
 	for off := 0; off < len(kb); {
 		_, typ, next := field(kb, off)
 		start, end := lenField(kb, next)
@@ -173,13 +184,6 @@ func (d *Decoder) keyed(s *Series) bool {
 		name, value := parseLabel(kb[start:end])
 		d.addLabel(s, name, value)
 	}
-	d.finish(s)
-	if s.Err == nil {
-		if s.entry = d.Cache.put(key, d.MaxLabels, d.labels, s.Metric); s.entry != nil {
-			d.follow(s.entry)
-		}
-	}
-	return false
 }
 
 // lookup returns the cache's entry of d.key, nil if there is none: first

@@ -116,10 +116,12 @@ func lenEnd(b []byte, off int) int {
 // timeSeriesField checks the field of a TimeSeries at b[off:] the short
 // way and returns the offset after it, -1 to leave it to the long way: a
 // Sample (field 2 in both versions) in the shape sampleFast reads, a 1.0
-// Label (field 1) whose fields labelField takes.
+// Label (field 1) whose fields labelField takes, 2.0's labels_refs (field
+// 1, packed) of references under 2^14, 2.0's Metadata (field 5) whose
+// fields metadataFieldsShort takes.
 func (s *schema) timeSeriesField(b []byte, off int) int {
 	c := b[off]
-	if c != 2<<3|wireLen && (c != 1<<3|wireLen || s != timeSeriesV1Schema) {
+	if c != 2<<3|wireLen && c != 1<<3|wireLen && c != 5<<3|wireLen {
 		return -1
 	}
 	end := lenEnd(b, off+1)
@@ -130,16 +132,66 @@ func (s *schema) timeSeriesField(b []byte, off int) int {
 	if b[off+1] >= 0x80 {
 		start, _ = lenField(b, off+1)
 	}
-	if c == 2<<3|wireLen {
-		if _, _, ok := sampleFast(b[start:end]); ok {
-			return end
-		}
-		return -1
+	var ok bool
+	switch {
+	case c == 2<<3|wireLen:
+		_, _, ok = sampleFast(b[start:end])
+	case s == timeSeriesV1Schema:
+		ok = c == 1<<3|wireLen && labelFieldsShort(b[start:end])
+	default:
+		ok = refsOrMetadataShort(c, b[start:end])
 	}
-	if !labelFieldsShort(b[start:end]) {
+	if !ok {
 		return -1
 	}
 	return end
+}
+
+// refsOrMetadataShort reports whether the 2.0 field of key c whose value
+// is b is labels_refs of short references (shortVarints) or Metadata of
+// short fields (metadataFieldsShort).
+//
+//go:noinline
+func refsOrMetadataShort(c byte, b []byte) bool {
+	if c == 1<<3|wireLen {
+		return shortVarints(b)
+	}
+	return metadataFieldsShort(b)
+}
+
+// shortVarints reports whether b is packed varints of one or two bytes
+// each (values under 2^14: they fit a uint32), as 2.0's labels_refs are
+// for a symbol table of up to 16,384 symbols. false: the long way checks
+// it.
+func shortVarints(b []byte) bool {
+	for p := 0; p < len(b); p++ {
+		if b[p] >= 0x80 {
+			if p++; p >= len(b) || b[p] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// metadataFieldsShort reports whether every field of the 2.0 Metadata b is
+// a listed varint (type, help_ref, unit_ref) of one or two bytes, which the
+// long way accepts too. false: the long way checks it.
+func metadataFieldsShort(b []byte) bool {
+	for p := 0; p < len(b); p++ {
+		if c := b[p]; c != 1<<3|wireVarint && c != 3<<3|wireVarint && c != 4<<3|wireVarint {
+			return false
+		}
+		if p++; p >= len(b) {
+			return false
+		}
+		if b[p] >= 0x80 {
+			if p++; p >= len(b) || b[p] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // labelFieldsShort reports whether labelField takes every field of the

@@ -45,7 +45,8 @@ func TestLabelCheckShortcut(t *testing.T) {
 }
 
 // The TimeSeries schemas' shortcuts in check (Samples in the shape
-// sampleFast reads, 1.0 Labels whose fields labelField takes) accept and
+// sampleFast reads, 1.0 Labels whose fields labelField takes, 2.0's
+// labels_refs and Metadata of short varints) accept and
 // reject exactly what the field-by-field lookup does, with the same errors:
 // well-formed series, and series with a byte changed, cut short or with
 // bytes added.
@@ -68,11 +69,23 @@ func TestCheckShortcuts(t *testing.T) {
 	for range 3000 {
 		var b []byte
 		for range r.IntN(6) {
-			switch r.IntN(4) {
+			switch r.IntN(6) {
 			case 0:
 				b = appendBytesField(b, 1, rawLabel(strings.Repeat("n", r.IntN(3)), strings.Repeat("v", r.IntN(200))))
 			case 1:
 				b = appendBytesField(b, 1, []byte{byte(r.IntN(3)) + 1})
+			case 2: // 2.0's labels_refs: references of one to six bytes
+				var refs []byte
+				for range r.IntN(12) {
+					refs = binary.AppendUvarint(refs, r.Uint64()>>(64-r.IntN(40)))
+				}
+				b = appendBytesField(b, 1, refs)
+			case 3: // 2.0's Metadata: its fields, and others
+				var md []byte
+				for range r.IntN(4) {
+					md = appendVarintField(md, []int{1, 3, 4, 2}[r.IntN(4)], r.Uint64()>>(64-r.IntN(40)))
+				}
+				b = appendBytesField(b, 5, md)
 			default:
 				b = appendBytesField(b, 2, sample())
 			}
@@ -98,6 +111,24 @@ func TestCheckShortcuts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCheckShortcuts holds the TimeSeries schemas' shortcuts to the long
+// way on any bytes: the same answer and the same error.
+func FuzzCheckShortcuts(f *testing.F) {
+	f.Add([]byte{0x0a, 0x04, 0x00, 0x01, 0x82, 0x01, 0x12, 0x00, 0x2a, 0x02, 0x08, 0x02})
+	f.Add([]byte{0x0a, 0x03, 0x80, 0x80, 0x01, 0x2a, 0x04, 0x18, 0x81, 0x01, 0x20})
+	f.Add([]byte{0x2a, 0x03, 0x10, 0x01, 0x08, 0x0a, 0x06, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x00})
+	f.Add(appendBytesField(nil, 1, rawLabel("__name__", "up")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, s := range []*schema{timeSeriesV1Schema, timeSeriesV2Schema} {
+			generic := &schema{s.name, s.fields} // not s: the long way
+			got, want := fmt.Sprint(s.check(b, 7)), fmt.Sprint(generic.check(b, 7))
+			if got != want {
+				t.Fatalf("%s % x: %s, the long way %s", s.name, b, got, want)
+			}
+		}
+	})
 }
 
 // sampleFast reads what the general walk reads, and only what the check

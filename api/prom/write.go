@@ -234,7 +234,7 @@ type Decoder struct {
 	series  Series
 	labels  []Label
 	refs    []uint32
-	symbols []uint32 // 2.0: offset of each symbol's length in the body
+	symbols []symbolSpan // 2.0: where each symbol is in the body
 	body    []byte
 	key     []byte      // the series' labels as Label fields: the cache's key (in the body or keyBuf)
 	keyBuf  []byte      // key's bytes when they are not the body's as they are
@@ -272,7 +272,10 @@ func (d *Decoder) Decode(msg Message, body []byte, onSeries func(*Series) error,
 				if len(body) > math.MaxUint32 {
 					return &MalformedError{What: msg.String(), Offset: off, Reason: "body larger than 4 GiB"}
 				}
-				d.symbols = append(d.symbols, uint32(next))
+				start, end := lenField(body, next)
+				d.symbols = append(d.symbols, symbolSpan{uint32(start), uint32(end)})
+				off = end
+				continue
 			}
 			off = skip(body, next, typ)
 		}
@@ -470,13 +473,16 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 		switch num {
 		case 1:
 			for p := start; p < end; {
-				if c := b[p]; c < 0x80 { // a one-byte reference
-					addRef(uint64(c))
-					p++
-					continue
-				}
 				var v uint64
-				v, p = uvarint(b[:end], p)
+				if c := b[p]; c < 0x80 { // a one-byte reference
+					v = uint64(c)
+					p++
+				} else if p+1 < end && b[p+1] < 0x80 { // two bytes: a table of up to 16,384 symbols
+					v = uint64(c&0x7f) | uint64(b[p+1])<<7
+					p += 2
+				} else {
+					v, p = uvarint(b[:end], p)
+				}
 				addRef(v)
 			}
 		case 2:
@@ -517,6 +523,10 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	case helpRef >= nsym || unitRef >= nsym:
 		s.badLabel = fmt.Sprintf("metadata help_ref %d or unit_ref %d outside of the symbol table of %d", helpRef, unitRef, nsym)
 	}
+	// With a cache, a series whose labels all resolve is found by its key,
+	// their bytes as Label fields, written straight from the symbols: the
+	// labels themselves are read from the key only for a series not found.
+	keyed := d.Cache != nil && len(d.refs) == nrefs
 	if s.badLabel == "" {
 		s.Metadata.Help, s.Metadata.Unit = d.symbol(helpRef), d.symbol(unitRef)
 		s.nLabels = nrefs / 2
@@ -526,22 +536,27 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 				s.badLabel = fmt.Sprintf("label reference %d=%d outside of the symbol table of %d", n, v, nsym)
 				break
 			}
-			d.labels = append(d.labels, Label{d.symbol(n), d.symbol(v)})
+			if keyed {
+				d.keyBuf = appendLabelField(d.keyBuf, d.symbol(n), d.symbol(v))
+			} else {
+				d.labels = append(d.labels, Label{d.symbol(n), d.symbol(v)})
+			}
 		}
 	}
 	if s.badLabel == "" && s.NumSamples == 0 && s.Histograms == 0 {
 		s.badLabel = "no samples or histograms (a 2.0 series must carry at least one)"
 	}
-	if d.Cache != nil && s.badLabel == "" && len(d.refs) == nrefs {
-		// Every label resolved: the key is their bytes, and a series seen
-		// before is found by it.
-		for _, l := range d.labels {
-			d.keyBuf = appendLabelField(d.keyBuf, l.Name, l.Value)
-		}
+	switch {
+	case keyed && s.badLabel == "":
 		d.key = d.keyBuf
-		d.labels, s.nLabels = d.labels[:0], 0
+		s.nLabels = 0
 		d.keyed(s)
-	} else {
+	case keyed:
+		// Invalid: its labels, for the error, from the key.
+		d.addKeyLabels(s, d.keyBuf)
+		s.nLabels = nrefs / 2
+		d.finish(s)
+	default:
 		d.finish(s)
 	}
 	if s.Err == nil {
@@ -549,16 +564,16 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	}
 }
 
+// symbolSpan is where a symbol's bytes are in the body: body[start:end].
+type symbolSpan struct{ start, end uint32 }
+
+// symbol returns symbol i, within the table (or 0 of an empty table: "").
 func (d *Decoder) symbol(i uint64) string {
-	if i == 0 && len(d.symbols) == 0 {
+	if i >= uint64(len(d.symbols)) {
 		return ""
 	}
-	off := int(d.symbols[i])
-	if n := int(d.body[off]); n < 0x80 { // a one-byte length: the body was checked
-		return bytesString(d.body[off+1 : off+1+n])
-	}
-	start, end := lenField(d.body, off)
-	return bytesString(d.body[start:end])
+	sp := d.symbols[i]
+	return unsafe.String(unsafe.SliceData(d.body[sp.start:sp.end]), sp.end-sp.start)
 }
 
 // finish sorts the labels and validates the series.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"hourglass/api/dialect"
 	"hourglass/api/prom"
@@ -213,14 +214,19 @@ func (ws *promWriteState) series(s *prom.Series) error {
 		ws.reject(s.NumSamples+s.Histograms+s.Exemplars, s.Err)
 		return nil
 	}
-	if md := s.Metadata; md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != "" {
-		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
-	}
 	// A series the decoder remembers carries the Labels of its last
-	// accepted point and the head's hint (SetRef, ingest.Known): its
-	// points need no checks but the timestamp's, no name built again and
-	// no lookup in the head.
-	known, _ := s.Ref().(*ingest.Known)
+	// accepted point and the head's hint (SetRef, promKnown): its points
+	// need no checks but the timestamp's, no name built again and no
+	// lookup in the head; and the metadata it last recorded.
+	known, _ := s.Ref().(*promKnown)
+	md := s.Metadata
+	hasMeta := md.Type != prom.MetricUnknown || md.Help != "" || md.Unit != ""
+	if hasMeta && (known == nil || !known.sameMeta(&md)) {
+		ws.p.meta.set(s.Metric, md.Type, md.Help, md.Unit)
+		if known != nil {
+			known.setMeta(&md)
+		}
+	}
 	if known == nil {
 		ws.tags = ws.tags[:0]
 		for _, l := range s.Labels {
@@ -239,11 +245,14 @@ func (ws *promWriteState) series(s *prom.Series) error {
 			err = fmt.Errorf("%w: timestamp %d ms is outside the range this store holds, 0 to %d", ingest.ErrInvalid, t, query.MaxPromTimestamp)
 			ws.batch.Reject(err)
 		case known != nil:
-			err = ws.batch.AddKnown(known, t, chunk.FloatBits(math.Float64bits(v)))
+			err = ws.batch.AddKnown(&known.Known, t, chunk.FloatBits(math.Float64bits(v)))
 		default:
 			err = ws.batch.Add(s.Metric, ws.tags, t, chunk.FloatBits(math.Float64bits(v)))
 			if err == nil {
-				known = &ingest.Known{Labels: ws.batch.LastLabels()}
+				known = &promKnown{Known: ingest.Known{Labels: ws.batch.LastLabels()}}
+				if hasMeta {
+					known.setMeta(&md)
+				}
 				s.SetRef(known)
 			}
 		}
@@ -265,11 +274,31 @@ func (ws *promWriteState) series(s *prom.Series) error {
 	if s.Histograms > 0 || s.Exemplars > 0 { // hook: handler_write_hist.go
 		var kl model.Labels
 		if known != nil {
-			kl = known.Labels
+			kl = known.Known.Labels
 		}
 		return ws.histogramsAndExemplars(s, kl)
 	}
 	return nil
+}
+
+// promKnown is what remote write keeps beside a series the decoder
+// remembers (prom.Series.SetRef): the batch's Known, and the metadata the
+// series last recorded in the metadata table, so that a series sending the
+// same metadata again (2.0 sends it with every series) costs the table
+// nothing. Safe for concurrent use: requests share the decoders' cache.
+type promKnown struct {
+	ingest.Known
+	meta atomic.Pointer[promMetricMeta]
+}
+
+func (k *promKnown) sameMeta(md *prom.Metadata) bool {
+	m := k.meta.Load()
+	return m != nil && m.typ == md.Type && m.help == md.Help && m.unit == md.Unit
+}
+
+func (k *promKnown) setMeta(md *prom.Metadata) {
+	// The strings alias the request body: keep copies.
+	k.meta.Store(&promMetricMeta{typ: md.Type, help: strings.Clone(md.Help), unit: strings.Clone(md.Unit)})
 }
 
 func promRenderSeries(s *prom.Series) string { return prom.FormatLabels(s.Labels) }
