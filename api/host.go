@@ -104,7 +104,7 @@ func (t telnetConn) MayAdmin() bool { return t.s.auth == nil || !t.s.auth.Enable
 func (t telnetConn) Closing() bool            { return t.s.isClosing() }
 func (t telnetConn) IdleLimit() time.Duration { return t.s.cfg.Conn.TelnetIdleTimeout }
 func (t telnetConn) IdleTimeout()             { t.s.cm.timeouts.WithLabelValues("telnet_idle").Inc() }
-func (t telnetConn) ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
+func (t telnetConn) ReadLine(br *bufio.Reader, max int, buf *[]byte) ([]byte, error) {
 	return readLine(br, max, buf)
 }
 func (t telnetConn) IsTimeout(err error) bool { return isTimeout(err) }

@@ -304,37 +304,48 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-// readLine reads one line of at most max bytes, without its end of line.
-// A longer line is consumed whole and reported as opentsdbhttp.ErrLineTooLong.
-func readLine(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
-	buf = buf[:0]
+// readLine reads one line of at most max bytes, without its end of line: in
+// br's buffer when the line is there whole (valid until br is read again),
+// else gathered in *buf, which it grows. A longer line is consumed whole and
+// reported as opentsdbhttp.ErrLineTooLong.
+func readLine(br *bufio.Reader, max int, buf *[]byte) ([]byte, error) {
+	frag, err := br.ReadSlice('\n')
+	if err == nil && len(frag) <= max+2 {
+		line := trimEOL(frag) // no copy
+		if len(line) > max {
+			return line, opentsdbhttp.ErrLineTooLong
+		}
+		return line, nil
+	}
+	b := (*buf)[:0]
+	defer func() { *buf = b[:0] }()
 	tooLong := false
 	for {
-		frag, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(frag) > max+2 {
+			if len(b)+len(frag) > max+2 {
 				tooLong = true
 			} else {
-				buf = append(buf, frag...)
+				b = append(b, frag...)
 			}
 		}
 		if err == bufio.ErrBufferFull {
+			frag, err = br.ReadSlice('\n')
 			continue
 		}
 		if err != nil {
-			if err.Error() == "EOF" && len(buf) > 0 && !tooLong {
-				return trimEOL(buf), nil
+			if err.Error() == "EOF" && len(b) > 0 && !tooLong {
+				return trimEOL(b), nil
 			}
-			return buf, err
+			return b, err
 		}
 		if tooLong {
-			return buf, opentsdbhttp.ErrLineTooLong
+			return b, opentsdbhttp.ErrLineTooLong
 		}
-		buf = trimEOL(buf)
-		if len(buf) > max {
-			return buf, opentsdbhttp.ErrLineTooLong
+		b = trimEOL(b)
+		if len(b) > max {
+			return b, opentsdbhttp.ErrLineTooLong
 		}
-		return buf, nil
+		return b, nil
 	}
 }
 

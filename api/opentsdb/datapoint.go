@@ -356,6 +356,9 @@ func isDecimalFloat(s []byte) bool {
 // which Validate then rejects. On failure it returns Java's
 // NumberFormatException message.
 func parseValue(s []byte) (chunk.Value, string) {
+	if v, ok := shortNumber(s); ok {
+		return v, ""
+	}
 	if looksLikeInteger(s) {
 		i, msg := parseLong(s)
 		if msg != "" {
@@ -371,6 +374,58 @@ func parseValue(s []byte) (chunk.Value, string) {
 		return chunk.Value{}, "For input string: \"" + string(s) + "\""
 	}
 	return chunk.Float(f), ""
+}
+
+// exactPow10 holds the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// shortNumber reads s in the shapes most values are sent in, an optional
+// sign and digits with at most one dot: an integer of up to 18 digits, as
+// parseLong does, or a float of up to 15 digits ("42.5", "-0.07", "3."), as
+// strconv.ParseFloat does: the digits are an integer a float64 holds
+// exactly, and so is the power of ten it is divided by, so the one division
+// is correctly rounded. ok is false for any other text, which parseValue
+// reads the long way.
+func shortNumber(s []byte) (v chunk.Value, ok bool) {
+	i, neg := 0, false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg, i = s[0] == '-', 1
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return chunk.Value{}, false
+		}
+	}
+	switch {
+	case digits == 0:
+		return chunk.Value{}, false
+	case !dot:
+		if digits > 18 { // m < 10^18: no overflow, whatever the sign
+			return chunk.Value{}, false
+		}
+		if neg {
+			return chunk.Int(-int64(m)), true
+		}
+		return chunk.Int(int64(m)), true
+	case digits > 15:
+		return chunk.Value{}, false
+	}
+	f := float64(m) / exactPow10[frac]
+	if neg {
+		f = -f
+	}
+	return chunk.Float(f), true
 }
 
 func isRangeErr(err error) bool {

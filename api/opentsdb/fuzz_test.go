@@ -225,6 +225,58 @@ func FuzzParsePutLine(f *testing.F) {
 	})
 }
 
+// parseValue reads what the long way reads (its shortcut for short
+// numbers included): the same value, bit for bit, or the same message.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"42.5", "-0.0", "+.5", "3.", ".", "-", "0.1", "123456789012345.", "1234567890123456.",
+		"99999999999999.9", "0.000000000000001", "1.5e3", "12", "-9223372036854775808", "1..2", "1.2.", "١.٢", "NaN", "",
+		"999999999999999999", "-999999999999999999", "1000000000000000000", "+0", "-0", "007", "+", "-.", "1-2"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		got, gmsg := parseValue(s)
+		want, wmsg := parseValueLong(s)
+		if got != want || gmsg != wmsg {
+			t.Fatalf("%q: %v %q, the long way %v %q", s, got, gmsg, want, wmsg)
+		}
+	})
+}
+
+// parseLineTimestamp reads what its long way reads: the same timestamp or
+// the same error.
+func FuzzLineTimestamp(f *testing.F) {
+	for _, s := range []string{"1767225600", "1767225600123", "1767225600.123", "0", "000", "-1", "+5", "",
+		"999999999999999999", "9999999999999999999", "12a", "1.2.3", "."} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		got, gerr := parseLineTimestamp(s)
+		want, werr := parseLineTimestampLong(s)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("%q: %d %v, the long way %d %v", s, got, gerr, want, werr)
+		}
+	})
+}
+
+// parseValueLong is parseValue without its shortNumber shortcut.
+func parseValueLong(s []byte) (chunk.Value, string) {
+	if looksLikeInteger(s) {
+		i, msg := parseLong(s)
+		if msg != "" {
+			return chunk.Value{}, msg
+		}
+		return chunk.Int(i), ""
+	}
+	if !isDecimalFloat(s) {
+		return chunk.Value{}, "For input string: \"" + string(s) + "\""
+	}
+	f, err := strconv.ParseFloat(string(s), 64)
+	if err != nil && !isRangeErr(err) {
+		return chunk.Value{}, "For input string: \"" + string(s) + "\""
+	}
+	return chunk.Float(f), ""
+}
+
 func FuzzParseTime(f *testing.F) {
 	for _, s := range []string{"now", "1h-ago", "1364410924", "1364410924.250", "1364410924250ms",
 		"2013/01/23-12:50:42", "2013/01/23 12:50", "2013/01/23", "-5", "0h-ago", "9223372036854775807ms-ago"} {

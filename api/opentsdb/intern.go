@@ -143,6 +143,33 @@ func (c *seriesCache) get(key []byte, l Limits) *seriesEntry {
 	return e
 }
 
+// predicted returns the entry that came after the previous one last time,
+// nil if there is none or it is of older limits or an older generation.
+func (c *seriesCache) predicted(l Limits) *seriesEntry {
+	p := c.prev
+	if p == nil || p.next == nil || p.next.gen != c.gen || c.m == nil || c.limits != l {
+		return nil
+	}
+	return p.next
+}
+
+// predictLine returns the entry that came after the previous one last
+// time if its key is metric, a space and tags, nil otherwise (get then
+// looks the key up).
+func (c *seriesCache) predictLine(metric, tags []byte, l Limits) *seriesEntry {
+	p := c.prev
+	if p == nil || p.next == nil || c.m == nil || c.limits != l {
+		return nil
+	}
+	e := p.next
+	k, n := e.key, len(metric)
+	if e.gen != c.gen || len(k) != n+1+len(tags) || k[n] != ' ' || k[:n] != string(metric) || k[n+1:] != string(tags) {
+		return nil
+	}
+	c.prev = e
+	return e
+}
+
 // follow records that e was looked up (or added) after the previous one.
 func (c *seriesCache) follow(e *seriesEntry) {
 	if c.prev != nil && c.prev.gen == c.gen {

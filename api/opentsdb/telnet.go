@@ -1,6 +1,7 @@
 package opentsdb
 
 import (
+	"bytes"
 	"strconv"
 
 	"hourglass/chunk"
@@ -153,6 +154,13 @@ func ParsePutLine(line []byte, l Limits, dp *DataPoint) error {
 func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 	line = trimEOL(line)
 	p.last = nil
+	if !p.intern.off {
+		if e := p.series.predicted(p.Limits); e != nil {
+			if ok, err := p.parsePredicted(line, e, dp); ok {
+				return err
+			}
+		}
+	}
 	cmd, i := nextWord(line, 0)
 	if string(cmd) != CmdPut {
 		return &LineError{Reply: UnknownCommand(string(cmd))}
@@ -168,44 +176,31 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		}
 	}
 	tagsAt := i
-	if w, _ := nextWord(line, i); len(w) == 0 {
+	for i < len(line) && line[i] == ' ' {
+		i++
+	}
+	if i == len(line) { // no fourth word
 		return lineErr("illegal argument", "not enough arguments (need least 4, got 3)")
 	}
 
-	tsText := words[1]
-	for _, c := range tsText {
-		if c == '.' {
-			tsText = removeDots(tsText)
-			break
-		}
-	}
-	ts, msg := parseLong(tsText)
-	if msg != "" {
-		return lineErr("invalid value", msg)
-	}
-	if ts <= 0 {
-		return lineErr("illegal argument", "invalid timestamp: "+strconv.FormatInt(ts, 10))
+	ts, err := parseLineTimestamp(words[1])
+	if err != nil {
+		return err
 	}
 
 	// A series seen before, with the same bytes, is known to be valid.
+	// The key is the metric, a space and the tags as written: the entry
+	// that came next last time is compared with the line's own bytes, the
+	// key is built only to look further.
 	var cached *seriesEntry
 	if !p.intern.off {
-		p.key = append(append(append(p.key[:0], words[0]...), ' '), line[tagsAt:]...)
-		cached = p.series.get(p.key, p.Limits)
+		if cached = p.series.predictLine(words[0], line[tagsAt:], p.Limits); cached == nil {
+			p.key = append(append(append(p.key[:0], words[0]...), ' '), line[tagsAt:]...)
+			cached = p.series.get(p.key, p.Limits)
+		}
 	}
 	if cached != nil {
-		metric := cached.metric
-		dp.Tags = append(dp.Tags, cached.tags...)
-		v, msg := parseValue(words[2])
-		if msg != "" {
-			return lineErr("invalid value", msg)
-		}
-		dp.Metric, dp.Timestamp, dp.Value = metric, TimestampMillis(ts), v
-		if err := dp.validateValue(); err != nil {
-			return lineErr("illegal argument", err.(*PointError).Message)
-		}
-		p.last = cached
-		return nil
+		return p.known(cached, ts, words[2], dp)
 	}
 
 	metric, namesValid := p.intern.get(words[0], maxLen)
@@ -269,6 +264,82 @@ func (p *LineParser) Parse(line []byte, dp *DataPoint) error {
 		p.last = p.series.put(p.key, p.Limits, metric, dp.Tags, true)
 	}
 	return nil
+}
+
+// parsePredicted parses line the short way if it is a put of e's series,
+// the one that came next last time, written as it was then: "put ", e's
+// metric, a timestamp and a value, and then the bytes of e's tags. ok is
+// false for any other line, which Parse reads the long way; a line it
+// takes gets the answer the long way would give.
+func (p *LineParser) parsePredicted(line []byte, e *seriesEntry, dp *DataPoint) (ok bool, err error) {
+	n := len(e.metric)
+	if len(line) <= 4+n || len(e.key) <= n || line[4+n] != ' ' || string(line[:4]) != "put " || string(line[4:4+n]) != e.metric {
+		return false, nil
+	}
+	tsText, i := nextWord(line, 4+n)
+	value, i := nextWord(line, i)
+	if len(value) == 0 || string(line[i:]) != e.key[n+1:] {
+		return false, nil
+	}
+	dp.Metric, dp.Timestamp, dp.Value, dp.Tags = "", 0, chunk.Value{}, dp.Tags[:0]
+	ts, err := parseLineTimestamp(tsText)
+	if err != nil {
+		return true, err
+	}
+	p.series.prev = e
+	return true, p.known(e, ts, value, dp)
+}
+
+// known finishes a line of the remembered series e: its timestamp ts (in
+// the line's unit) parsed, its value still text.
+func (p *LineParser) known(e *seriesEntry, ts int64, value []byte, dp *DataPoint) error {
+	dp.Tags = append(dp.Tags, e.tags...)
+	v, msg := parseValue(value)
+	if msg != "" {
+		return lineErr("invalid value", msg)
+	}
+	dp.Metric, dp.Timestamp, dp.Value = e.metric, TimestampMillis(ts), v
+	if err := dp.validateValue(); err != nil {
+		return lineErr("illegal argument", err.(*PointError).Message)
+	}
+	p.last = e
+	return nil
+}
+
+// parseLineTimestamp parses a put line's timestamp word: seconds or
+// milliseconds, a dot in it removed.
+func parseLineTimestamp(tsText []byte) (int64, error) {
+	if n := len(tsText); n > 0 && n <= 18 {
+		// Digits alone, as nearly every line sends them: parseLong's
+		// answer without its checks.
+		var ts int64
+		for _, c := range tsText {
+			if c < '0' || c > '9' {
+				ts = -1
+				break
+			}
+			ts = ts*10 + int64(c-'0')
+		}
+		if ts > 0 {
+			return ts, nil
+		}
+	}
+	return parseLineTimestampLong(tsText)
+}
+
+// parseLineTimestampLong is parseLineTimestamp without its shortcut.
+func parseLineTimestampLong(tsText []byte) (int64, error) {
+	if bytes.IndexByte(tsText, '.') >= 0 {
+		tsText = removeDots(tsText)
+	}
+	ts, msg := parseLong(tsText)
+	if msg != "" {
+		return 0, lineErr("invalid value", msg)
+	}
+	if ts <= 0 {
+		return 0, lineErr("illegal argument", "invalid timestamp: "+strconv.FormatInt(ts, 10))
+	}
+	return ts, nil
 }
 
 func removeDots(b []byte) []byte {

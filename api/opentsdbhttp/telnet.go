@@ -29,8 +29,10 @@ type TelnetConn interface {
 	// IdleTimeout counts a connection closed for saying nothing.
 	IdleTimeout()
 	// ReadLine reads one line of at most max bytes, without its end of
-	// line, into buf; a longer line is consumed and is ErrLineTooLong.
-	ReadLine(br *bufio.Reader, max int, buf []byte) ([]byte, error)
+	// line: in br's buffer when the line is there whole (valid until br is
+	// read again), else gathered in *buf, which it grows. A longer line is
+	// consumed and is ErrLineTooLong.
+	ReadLine(br *bufio.Reader, max int, buf *[]byte) ([]byte, error)
 	// IsTimeout reports whether a read error is a deadline passing.
 	IsTimeout(err error) bool
 	// Rejected counts and logs (rate-limited) one rejected line: kind is
@@ -68,7 +70,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 	bw := bufio.NewWriter(c)
 	var dp opentsdb.DataPoint
 	var tags []model.Tag
-	var line []byte
+	var line, lineBuf []byte
 	commit := func() bool {
 		if batch.Len() == 0 {
 			return true
@@ -106,7 +108,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			}
 		}
 		var err error
-		line, err = t.ReadLine(br, s.cfg.TelnetMaxLine, line)
+		line, err = t.ReadLine(br, s.cfg.TelnetMaxLine, &lineBuf) // valid until the next ReadLine
 		if err != nil {
 			commit()
 			if errors.Is(err, ErrLineTooLong) {
