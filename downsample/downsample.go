@@ -9,7 +9,11 @@ import (
 )
 
 // floatBufs recycles the value buffers that median and the percentiles need.
+// A buffer that grew past floatBufKeep values (a bucket of that many points)
+// is not pooled, so the pooled ones do not creep to the largest bucket met.
 var floatBufs = sync.Pool{New: func() any { return new([]float64) }}
+
+const floatBufKeep = 1 << 16
 
 // Downsample appends to dst the downsampled form of one series and returns
 // the extended slice. src must be sorted by timestamp (the scan delivers
@@ -53,8 +57,10 @@ func Downsample(dst []chunk.Point, src []chunk.Point, spec Spec, start, end int6
 	if spec.Agg.kind == kMedian || spec.Agg.kind == kPercentile {
 		bufp = floatBufs.Get().(*[]float64)
 		defer func() {
-			*bufp = acc.buf[:0]
-			floatBufs.Put(bufp)
+			if cap(acc.buf) <= floatBufKeep {
+				*bufp = acc.buf[:0]
+				floatBufs.Put(bufp)
+			}
 		}()
 		acc.buf = *bufp
 	}

@@ -94,8 +94,10 @@ func (d *Downsampler) emit(dst []chunk.Point, p chunk.Point) ([]chunk.Point, boo
 // release returns the pooled value buffer.
 func (d *Downsampler) release() {
 	if d.bufp != nil {
-		*d.bufp = d.acc.buf[:0]
-		floatBufs.Put(d.bufp)
+		if cap(d.acc.buf) <= floatBufKeep {
+			*d.bufp = d.acc.buf[:0]
+			floatBufs.Put(d.bufp)
+		}
 		d.bufp = nil
 		d.acc.buf = nil
 	}

@@ -51,10 +51,26 @@ type arena struct {
 	slabs []*[]byte // pooled slabs handed out
 	class int       // the size class of the last slab
 
-	refs  []cellRef // the bucket's cells in scan order
-	owner []int32   // refs[i] is a cell of series owner[i]
-	out   *[]cellRef
+	refs    []cellRef // the bucket's cells in scan order
+	owner   []int32   // refs[i] is a cell of series owner[i]
+	scratch *refScratch
+	out     *[]cellRef
 }
+
+// refScratch holds an arena's refs and owner while its bucket is scanned
+// and placed: place gives it back to refScratches, so an arena kept for a
+// PromQL querier does not hold it. One that grew for a large bucket is not
+// kept when a much smaller one used it, so the pooled ones do not all
+// creep to the largest bucket's size.
+type refScratch struct {
+	refs  []cellRef
+	owner []int32
+}
+
+var refScratches = sync.Pool{New: func() any { return new(refScratch) }}
+
+// refScratchKeep is the capacity up to which a scratch is always pooled.
+const refScratchKeep = 1 << 12
 
 const (
 	arenaMin     = 4 << 10
@@ -73,7 +89,26 @@ func init() {
 	}
 }
 
-var refBufs = sync.Pool{New: func() any { return new([]cellRef) }}
+// refBufs pools the cellRef buffers of place by size class, refMin << c
+// cells for class c: a bucket takes one of the class of its cells. One
+// pool of buffers that grew to the largest bucket they had held let the
+// buffers creep toward the largest bucket's size.
+const (
+	refMin     = 1 << 8
+	refClasses = 10 // up to 128 Ki cells (5 MiB); a larger bucket's buffer is not pooled
+)
+
+var refBufs [refClasses]sync.Pool
+
+// refClass is the least size class of at least n cells, refClasses when
+// none is.
+func refClass(n int) int {
+	c := 0
+	for c < refClasses && refMin<<c < n {
+		c++
+	}
+	return c
+}
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) > arenaSlab/4 {
@@ -98,6 +133,10 @@ func (a *arena) copy(b []byte) []byte {
 
 // add records cell c of series i of scs.
 func (a *arena) add(scs []seriesCells, i int, c cellRef) {
+	if a.scratch == nil {
+		a.scratch = refScratches.Get().(*refScratch)
+		a.refs, a.owner = a.scratch.refs, a.scratch.owner
+	}
 	a.refs = append(a.refs, c)
 	a.owner = append(a.owner, int32(i))
 	scs[i].ncells++
@@ -110,12 +149,14 @@ func (a *arena) place(scs []seriesCells, pooled bool) {
 		return
 	}
 	var buf []cellRef
-	if pooled {
-		a.out = refBufs.Get().(*[]cellRef)
-		if cap(*a.out) < len(a.refs) {
-			*a.out = make([]cellRef, len(a.refs))
+	if c := refClass(len(a.refs)); pooled && c < refClasses {
+		a.out, _ = refBufs[c].Get().(*[]cellRef)
+		if a.out == nil {
+			b := make([]cellRef, 0, refMin<<c)
+			a.out = &b
 		}
 		buf = (*a.out)[:len(a.refs)]
+		*a.out = buf // release clears what was used
 	} else {
 		buf = make([]cellRef, len(a.refs))
 	}
@@ -130,8 +171,23 @@ func (a *arena) place(scs []seriesCells, pooled bool) {
 		}
 		sc.cells = append(sc.cells, a.refs[k])
 	}
+	a.dropScratch()
+}
+
+// dropScratch gives the arena's refs and owner back to refScratches.
+func (a *arena) dropScratch() {
+	s := a.scratch
+	if s == nil {
+		return
+	}
+	n := len(a.refs)
 	clear(a.refs)
-	a.refs, a.owner = a.refs[:0], a.owner[:0]
+	s.refs, s.owner = a.refs[:0], a.owner[:0]
+	a.refs, a.owner, a.scratch = nil, nil, nil
+	if cap(s.refs) > refScratchKeep && cap(s.refs) > 8*n {
+		s.refs, s.owner = nil, nil
+	}
+	refScratches.Put(s)
 }
 
 // release gives the arena's buffers back to their pools: the caller
@@ -142,7 +198,8 @@ func (a *arena) release() {
 	}
 	if a.out != nil {
 		clear(*a.out)
-		refBufs.Put(a.out)
+		*a.out = (*a.out)[:0]
+		refBufs[refClass(cap(*a.out))].Put(a.out)
 	}
 	a.forget()
 }
@@ -150,7 +207,8 @@ func (a *arena) release() {
 // forget drops the arena's slabs and cell buffer without pooling them:
 // cells still point into them.
 func (a *arena) forget() {
-	*a = arena{refs: a.refs[:0], owner: a.owner[:0]}
+	a.dropScratch()
+	*a = arena{}
 }
 
 var arenas = sync.Pool{New: func() any { return new(arena) }}

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"hourglass/chunk"
 	"hourglass/series"
@@ -27,7 +28,7 @@ type BatchHead interface {
 func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs []seriesCells, start, end int64, lim pointLimit) (*headBuf, error) {
 	bh, ok := e.head.(BatchHead)
 	if !ok {
-		buf := headBufs.Get().(*headBuf)
+		buf := getHeadBuf(len(entries))
 		dst := buf.pts[:0]
 		total := 0
 		for i, en := range entries {
@@ -48,19 +49,19 @@ func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs
 			// whole head is copied: a query over more of the head than it
 			// may read stops within one series of the bound.
 			if lim.over(int64(total)) {
-				buf.pts, buf.need = dst, total
+				buf.pts, buf.need, buf.series = dst, total, i+1
 				putHeadBuf(buf)
 				return nil, e.exceeded(lim.err(int64(total)))
 			}
 			if i%256 == 255 {
 				if err := ctx.Err(); err != nil {
-					buf.pts, buf.need = dst, total
+					buf.pts, buf.need, buf.series = dst, total, i+1
 					putHeadBuf(buf)
 					return nil, err
 				}
 			}
 		}
-		buf.pts, buf.need = dst, total
+		buf.pts, buf.need, buf.series = dst, total, len(entries)
 		return buf, nil
 	}
 	ls := make([]series.Labels, len(entries))
@@ -77,30 +78,79 @@ func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs
 	return nil, nil
 }
 
-// headBuf is a pooled buffer of head points: pts, and need, the points
-// the query that used it last read, which size it for the next.
+// headBuf is a pooled buffer of head points: pts, of its size class's
+// capacity, and what the query that used it last read: need points of
+// series series, which size the next buffers.
 type headBuf struct {
-	pts  []chunk.Point
-	need int
+	pts    []chunk.Point
+	need   int
+	series int
 }
 
-// headBufs pools the buffers of headSnapshots.
-var headBufs = sync.Pool{New: func() any { return new(headBuf) }}
+// The buffers of headSnapshots are pooled by size class, headBufMin << c
+// points for class c, up to headBufMax (6 MiB), and a query takes one of
+// the class its estimate needs: the series it reads times the head's
+// points per series that the last query read. A query estimated to need
+// more than headBufMax gets no buffer (its series get arrays of their own)
+// and a buffer is not grown for one, so that the pool does not hold
+// buffers of the largest class for queries that overflow them anyway. A
+// single pool let every buffer grow to the largest need it met, so that a
+// one-series query held a buffer sized for the widest aggregation, and the
+// pool's buffers all crept to that size (the soak's heap: 18 MB of head
+// buffers at two queries in flight).
+const (
+	headBufMin     = 1 << 10
+	headBufClasses = 9
+	headBufMax     = headBufMin << (headBufClasses - 1) // 256 Ki points
+)
 
-// headBufMax is the largest buffer, in points, that goes back to headBufs
-// (6 MiB): a rare query over much of the head does not keep its buffer.
-const headBufMax = 1 << 18
+var headBufs [headBufClasses]sync.Pool
 
-// putHeadBuf gives buf (may be nil) back to headBufs, grown to what its
-// query needed when that was more (and within headBufMax), so that the
-// next query of its size fits in it.
+// headPerSeries is the head's points per series the last query read, in
+// 1/16 of a point.
+var headPerSeries atomic.Int64
+
+// headClass is the least size class of at least n points (the largest
+// class past headBufMax).
+func headClass(n int) int {
+	c := 0
+	for c < headBufClasses-1 && headBufMin<<c < n {
+		c++
+	}
+	return c
+}
+
+// getHeadBuf returns an empty buffer for a query over series series: none
+// (a nil pts) when the estimate is past headBufMax.
+func getHeadBuf(series int) *headBuf {
+	est := int64(series) * headPerSeries.Load() / 16
+	if est > headBufMax {
+		return &headBuf{}
+	}
+	c := headClass(int(est))
+	if buf, ok := headBufs[c].Get().(*headBuf); ok {
+		return buf
+	}
+	return &headBuf{pts: make([]chunk.Point, 0, headBufMin<<c)}
+}
+
+// putHeadBuf gives buf (may be nil) back to its class, or, when its query
+// needed more and at most headBufMax, to the class of that need (a new
+// buffer of that class, the outgrown one dropped), so that the next query
+// of its size fits. A buffer without points is dropped.
 func putHeadBuf(buf *headBuf) {
-	if buf == nil || cap(buf.pts) > headBufMax {
+	if buf == nil {
 		return
 	}
+	if buf.series > 0 {
+		headPerSeries.Store(int64(buf.need) * 16 / int64(buf.series))
+	}
 	if buf.need > cap(buf.pts) && buf.need <= headBufMax {
-		buf.pts = make([]chunk.Point, 0, buf.need)
+		buf.pts = make([]chunk.Point, 0, headBufMin<<headClass(buf.need))
+	}
+	if cap(buf.pts) == 0 {
+		return
 	}
 	buf.pts = buf.pts[:0] // points hold no pointers: nothing to clear
-	headBufs.Put(buf)
+	headBufs[headClass(cap(buf.pts))].Put(buf)
 }

@@ -261,14 +261,17 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 
 var workers = sync.Pool{New: func() any { return new(worker) }}
 
-// release drops what w points at, and a slow path's buffer if it grew
-// large, before w goes back to the pool.
+// release drops what w points at, and a slow path's buffer or the cells'
+// minimums if they grew large, before w goes back to the pool.
 func (w *worker) release() {
 	rest := w.pts.rest[:0]
 	if cap(rest) > 1<<16 {
 		rest = nil
 	}
 	w.pts = points{rest: rest}
+	if cap(w.minFirst) > 1<<12 {
+		w.minFirst = nil
+	}
 }
 
 // corruptSeries is the error of a series whose cell does not decode.

@@ -1,0 +1,121 @@
+package query
+
+import (
+	"testing"
+
+	"hourglass/chunk"
+)
+
+// TestHeadBufClasses: the head's buffers are pooled by size class and a
+// query takes one sized by its series, so that after a mix of wide and
+// narrow queries a one-series query still gets a buffer of the smallest
+// class and a wide one a buffer that fits it; a buffer outgrown by its
+// query goes back at the class of what the query needed.
+func TestHeadBufClasses(t *testing.T) {
+	defer headPerSeries.Store(headPerSeries.Load())
+	const perSeries = 100 // head points per series
+	for i := range 200 {
+		series := 1
+		if i%2 == 1 {
+			series = 2000
+		}
+		buf := getHeadBuf(series)
+		want := headBufMin << headClass(series*perSeries)
+		if i > 0 && cap(buf.pts) != want {
+			t.Fatalf("query %d over %d series: a buffer of %d points, want %d", i, series, cap(buf.pts), want)
+		}
+		if len(buf.pts) != 0 {
+			t.Fatalf("query %d: a buffer holding %d points", i, len(buf.pts))
+		}
+		buf.need, buf.series = series*perSeries, series
+		putHeadBuf(buf)
+		if c := cap(buf.pts); c < min(series*perSeries, headBufMax) || c != headBufMin<<headClass(c) {
+			t.Fatalf("query %d needing %d points: put back with %d", i, series*perSeries, c)
+		}
+	}
+	// A query estimated past the largest class gets no buffer, and none
+	// is made for it.
+	buf := getHeadBuf(1 << 20)
+	if cap(buf.pts) != 0 {
+		t.Fatalf("a query estimated at %d points got a buffer of %d", 1<<20*perSeries, cap(buf.pts))
+	}
+	buf.need, buf.series = headBufMax*4, 1<<20
+	putHeadBuf(buf)
+	if cap(buf.pts) != 0 {
+		t.Fatalf("a query of %d points: a buffer of %d made for it", headBufMax*4, cap(buf.pts))
+	}
+	// One that needed more than the buffer it had, past the largest
+	// class: the buffer goes back at its own class, not grown.
+	buf = &headBuf{pts: make([]chunk.Point, 0, headBufMin<<2), need: headBufMax * 2, series: 1}
+	putHeadBuf(buf)
+	if cap(buf.pts) != headBufMin<<2 {
+		t.Fatalf("a buffer of %d points, its query past the largest class: put back with %d", headBufMin<<2, cap(buf.pts))
+	}
+	putHeadBuf(nil)
+}
+
+// TestRefBufClasses: a bucket's cell buffer is of the class of its cells,
+// whatever the buckets before it; a bucket past the largest class gets an
+// unpooled buffer.
+func TestRefBufClasses(t *testing.T) {
+	for _, n := range []int{5000, 3, 100000, 300, refMin << refClasses, 1} {
+		scs := make([]seriesCells, 4)
+		a := arenas.Get().(*arena)
+		for k := range n {
+			a.add(scs, k%4, cellRef{first: int64(k)})
+		}
+		a.place(scs, true)
+		total := 0
+		for i := range scs {
+			total += len(scs[i].cells)
+		}
+		if total != n {
+			t.Fatalf("%d cells placed as %d", n, total)
+		}
+		if c := refClass(n); c < refClasses {
+			if a.out == nil || cap(*a.out) != refMin<<c || len(*a.out) != n {
+				t.Fatalf("%d cells: buffer %v, want %d cells of class %d", n, a.out, n, c)
+			}
+		} else if a.out != nil {
+			t.Fatalf("%d cells: a pooled buffer of %d", n, cap(*a.out))
+		}
+		if a.scratch != nil || a.refs != nil {
+			t.Fatalf("%d cells: the arena keeps its scan-order scratch after place", n)
+		}
+		a.release()
+		arenas.Put(a)
+	}
+}
+
+// TestRefScratchDropped: a scan-order scratch grown for a large bucket is
+// not pooled again after a much smaller bucket used it.
+func TestRefScratchDropped(t *testing.T) {
+	s := &refScratch{}
+	scs := make([]seriesCells, 1)
+	a := &arena{scratch: s}
+	for k := range 20000 {
+		a.add(scs, 0, cellRef{first: int64(k)})
+	}
+	a.place(scs, false)
+	if cap(s.refs) < 20000 {
+		t.Fatalf("a scratch used for 20,000 cells kept %d", cap(s.refs))
+	}
+	scs = make([]seriesCells, 1)
+	a = &arena{scratch: s, refs: s.refs, owner: s.owner}
+	for k := range 10 {
+		a.add(scs, 0, cellRef{first: int64(k)})
+	}
+	a.place(scs, false)
+	if s.refs != nil || s.owner != nil {
+		t.Fatalf("a scratch of %d used for 10 cells was kept", cap(s.refs))
+	}
+	// A small one stays.
+	a = &arena{scratch: s}
+	for k := range 100 {
+		a.add(scs, 0, cellRef{first: int64(k)})
+	}
+	a.forget()
+	if cap(s.refs) < 100 {
+		t.Fatalf("a scratch of 100 cells dropped")
+	}
+}
