@@ -25,28 +25,48 @@ import (
 // and climbs slower (run P: +33.89 MB/min outside Go for 10 minutes;
 // docs/benchmarks.md, "Run Q").
 //
-// Two measures bound it: malloc is limited to mallocArenas arenas (the
+// Three measures bound it: malloc is limited to mallocArenas arenas (the
 // main one and one more: Pebble allocates once per cache miss and per
-// memtable, rarely enough not to contend), and a loop returns malloc's
-// free pages to the system (malloc_trim) whenever the process's anonymous
-// memory exceeds what the Go runtime and Pebble account for by more than
-// mallocSlack (checked every trimEvery). With both, the same churn held
-// 274–384 MB outside Go, level from its first minute. A MALLOC_ARENA_MAX
-// in the environment is left to glibc.
+// memtable, rarely enough not to contend); allocations of
+// mallocMmapThreshold or more — every block (32 KiB data blocks, 256 KiB
+// index blocks) and memtable — are mmap'd, each its own mapping, unmapped
+// when freed, so none leaves free memory in an arena; and a loop returns
+// malloc's free pages to the system (malloc_trim) whenever the process's
+// anonymous memory exceeds what the Go runtime and Pebble account for by
+// more than mallocSlack (checked every trimEvery). With the first and the
+// last, the same churn held 274–384 MB outside Go, level from its first
+// minute; but blocks evicted and read again at the soak's rate refilled
+// the trimmed pages within seconds, so malloc's free memory swung by
+// 100–150 MB between two trims (run S; docs/benchmarks.md, "Session 8").
+// With blocks mmap'd it is nil and no trim is needed; a cache miss costs
+// the mapping (about 40 µs more on the loaded 2-core machine). At most
+// mallocMmaps mappings are held (1.1 GiB of 32 KiB blocks, under Linux's
+// 65,530 mappings a process); past that blocks come from the arenas.
+// MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ in the environment are left
+// to glibc.
 const (
-	mallocArenas = 2
-	mallocSlack  = 32 << 20
-	trimEvery    = 10 * time.Second
+	mallocArenas        = 2
+	mallocMmapThreshold = 16 << 10
+	mallocMmaps         = 1 << 15
+	mallocSlack         = 32 << 20
+	trimEvery           = 10 * time.Second
 )
 
 var mallocOnce sync.Once
 
-// limitMallocArenas applies mallocArenas once per process, before Pebble
-// allocates (Open calls it), unless the environment set MALLOC_ARENA_MAX.
+// limitMallocArenas applies mallocArenas and mallocMmapThreshold once per
+// process, before Pebble allocates (Open calls it), each unless the
+// environment set it.
 func limitMallocArenas() {
 	mallocOnce.Do(func() {
-		if _, set := os.LookupEnv("MALLOC_ARENA_MAX"); !set && mallocIsGlibc() {
+		if !mallocIsGlibc() {
+			return
+		}
+		if _, set := os.LookupEnv("MALLOC_ARENA_MAX"); !set {
 			setMallocArenas(mallocArenas)
+		}
+		if _, set := os.LookupEnv("MALLOC_MMAP_THRESHOLD_"); !set {
+			setMmapThreshold(mallocMmapThreshold, mallocMmaps)
 		}
 	})
 }

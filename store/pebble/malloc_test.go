@@ -1,6 +1,9 @@
 package pebble
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // TestTrimmer: malloc is trimmed when the process's anonymous memory
 // exceeds what the Go runtime and Pebble account for by more than the
@@ -39,5 +42,27 @@ func TestTrimmerFigures(t *testing.T) {
 	}
 	if c := s.trimmer.counted(); c < 0 {
 		t.Fatalf("Pebble's counted memory %d", c)
+	}
+}
+
+// TestMallocMmapThreshold: once a store is open, C allocations of a
+// block's size are mmap'd (freed, they leave nothing in an arena), small
+// ones are not. glibc serves an allocation from free memory in an arena
+// before it maps one, so of 512 blocks (16 MiB) at least half must be
+// mapped: more than a test process's arenas have free.
+func TestMallocMmapThreshold(t *testing.T) {
+	if !mallocIsGlibc() {
+		t.Skip("not glibc")
+	}
+	if _, set := os.LookupEnv("MALLOC_MMAP_THRESHOLD_"); set {
+		t.Skip("MALLOC_MMAP_THRESHOLD_ set: left to glibc")
+	}
+	openTest(t, t.TempDir(), testOptions())
+	const k = 512
+	if got := allocMmapped(32<<10, k); got < k/2*(32<<10) {
+		t.Fatalf("%d allocations of 32 KiB (data blocks): %d bytes mmap'd, want at least half of them", k, got)
+	}
+	if got := allocMmapped(1<<10, k); got >= k/2*(1<<10) {
+		t.Fatalf("%d allocations of 1 KiB: %d bytes mmap'd, want few", k, got)
 	}
 }
