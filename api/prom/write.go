@@ -334,11 +334,8 @@ func (d *Decoder) seriesV1(idx int, b []byte) {
 	kStart, kEnd, copied := 0, 0, false
 	for off := 0; off < len(b); {
 		at := off
-		var num, start, end int
-		if c := b[off]; c&7 == wireLen && c < 0x80 && off+1 < len(b) && b[off+1] < 0x80 {
-			// A one-byte key and length (the body was checked).
-			num, start, end = int(c>>3), off+2, off+2+int(b[off+1])
-		} else {
+		num, start, end, short := shortLenField(b, off)
+		if !short {
 			var typ, next int
 			num, typ, next = field(b, off)
 			if typ != wireLen {
@@ -387,6 +384,17 @@ func (d *Decoder) seriesV1(idx int, b []byte) {
 	} else {
 		d.finish(s)
 	}
+}
+
+// shortLenField reads the length-delimited field at b[off:] when its key
+// and its length are one byte each (the body was checked): its number and
+// where its data starts and ends. ok is false for any other field, which
+// the caller reads with field.
+func shortLenField(b []byte, off int) (num, start, end int, ok bool) {
+	if c := b[off]; c&7 == wireLen && c < 0x80 && off+1 < len(b) && b[off+1] < 0x80 {
+		return int(c >> 3), off + 2, off + 2 + int(b[off+1]), true
+	}
+	return 0, 0, 0, false
 }
 
 func parseLabel(b []byte) (name, value string) {
@@ -450,11 +458,8 @@ func (d *Decoder) seriesV2(idx int, b []byte) {
 	var helpRef, unitRef uint64
 	for off := 0; off < len(b); {
 		at := off
-		var num, start, end int
-		if c := b[off]; c&7 == wireLen && c < 0x80 && off+1 < len(b) && b[off+1] < 0x80 {
-			// A one-byte key and length (the body was checked).
-			num, start, end = int(c>>3), off+2, off+2+int(b[off+1])
-		} else {
+		num, start, end, short := shortLenField(b, off)
+		if !short {
 			var typ, next int
 			num, typ, next = field(b, off)
 			switch {
