@@ -869,6 +869,14 @@ func (it *Iterator) Len() int { return it.count }
 // unchanged and a *CorruptionError.
 func Decode(dst []Point, b []byte, base int64) ([]Point, error) {
 	var it Iterator
+	return it.Decode(dst, b, base)
+}
+
+// Decode is the function Decode through it: many chunks decoded one after
+// another through one Iterator zero no new one (over a kilobyte) per chunk,
+// a cost that counts for small chunks (the head's frozen blocks of 32
+// points). It leaves it Reset to b, at its end.
+func (it *Iterator) Decode(dst []Point, b []byte, base int64) ([]Point, error) {
 	if err := it.Reset(b, base); err != nil {
 		return dst, err
 	}

@@ -213,6 +213,10 @@ type openChunk struct {
 	pts    []chunk.Point // raw, in arrival order, after the frozen ones
 	fz     frozen        // the older points, encoded (head_frozen.go)
 	minSeg int
+	// expect is the points the series' last chunk of the same kind held
+	// (0: none): what this one will likely hold, for sizing its frozen
+	// buffer (head_frozen.go).
+	expect int
 	// late: opened for an hour already past its grace; it seals when full,
 	// at deadline (wall clock, unix ms) or at the bound, and, unless pinned,
 	// when the series' newest point passes its grace (late.go). lateN is
@@ -584,6 +588,10 @@ func (h *Head) appendPoints(s *memSeries, pts []Sample, seg int, now int64, late
 				oc = s.open[i]
 			} else {
 				oc = h.newOpenChunk(hour, seg, s.maxT, now, s.lastPts, s.lastLate)
+				oc.expect = s.lastPts
+				if oc.late {
+					oc.expect = s.lastLate
+				}
 				s.open = append(s.open, nil)
 				copy(s.open[i+1:], s.open[i:])
 				s.open[i] = oc
@@ -700,11 +708,12 @@ func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.P
 	for _, c := range s.pending {
 		dst = appendRange(dst, c.pts, start, end)
 	}
+	var it chunk.Iterator // decodes the frozen blocks of every open chunk
 	for _, c := range s.open {
 		if c.hour+rowkey.HourMs <= start || c.hour > end {
 			continue
 		}
-		dst = c.appendRange(dst, start, end)
+		dst = c.appendRange(dst, &it, start, end)
 	}
 	s.mu.Unlock()
 	return append(dst[:n], SortDedup(dst[n:])...)

@@ -1,6 +1,7 @@
 package series
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -17,21 +18,41 @@ import (
 const freezeAt = 32
 
 // frozen is the encoded part of an open chunk: blocks in the chunk format
-// (chunk.AppendFast, base the chunk's hour), each sorted, together strictly
-// increasing and, in arrival order, before every raw point of the chunk.
+// (chunk.AppendFast, base the chunk's hour), packed ones in a late chunk,
+// each sorted, together strictly increasing and, in arrival order, before
+// every raw point of the chunk. The blocks lie one after the other in one
+// byte slice, grown as blocks come and let go when the chunk seals (thaw):
+// a query reads them in the order they lie in memory, where an allocation
+// of its own per block (288 bytes) cost a cache miss at each block's first
+// byte, and they take their own size, not their allocation's size class.
 type frozen struct {
-	blocks      [][]byte
+	buf         []byte      // the blocks, one after the other
 	meta        []blockMeta // of each block, in the same order
 	n           int         // points in blocks
 	first, last int64       // their span, when n > 0
 }
 
 // blockMeta is what a read needs of a frozen block before it decodes it:
-// which blocks a range meets, and how many points they hold (16 bytes a
-// block of freezeAt points, beside the 7-12 bytes a point of the block).
+// where it lies in the buffer, which blocks a range meets and how many
+// points they hold (16 bytes a block of freezeAt points, beside the 7-12
+// bytes a point of the block).
 type blockMeta struct {
-	first int64 // the block's first timestamp
-	n     int   // its points
+	first int64  // the block's first timestamp
+	end   uint32 // its end in buf; it starts where the one before ends
+	n     uint32 // its points
+}
+
+// blocks returns the bytes of the frozen blocks lo to hi-1, which lie one
+// after the other.
+func (fz *frozen) blocks(lo, hi int) []byte {
+	if lo >= hi {
+		return nil
+	}
+	start := uint32(0)
+	if lo > 0 {
+		start = fz.meta[lo-1].end
+	}
+	return fz.buf[start:fz.meta[hi-1].end]
 }
 
 // length is the points the open chunk holds, frozen and raw.
@@ -56,12 +77,12 @@ func (oc *openChunk) freeze() {
 			return
 		}
 	}
-	var b []byte
+	buf := oc.grow(len(pts))
 	var err error
 	if oc.late {
-		b, err = appendPacked(make([]byte, 0, packedSize*len(pts)), oc.hour, pts)
+		buf, err = appendPacked(buf, oc.hour, pts)
 	} else {
-		b, err = chunk.AppendFast(make([]byte, 0, 16+8*len(pts)), oc.hour, pts)
+		buf, err = chunk.AppendFast(buf, oc.hour, pts)
 	}
 	if err != nil {
 		return // not encodable (cannot happen for points of the chunk's hour): keep them raw
@@ -69,31 +90,61 @@ func (oc *openChunk) freeze() {
 	if oc.fz.n == 0 {
 		oc.fz.first = pts[0].T
 	}
-	oc.fz.blocks = append(oc.fz.blocks, slices.Clip(b))
-	oc.fz.meta = append(oc.fz.meta, blockMeta{first: pts[0].T, n: len(pts)})
+	oc.fz.buf = buf
+	oc.fz.meta = append(oc.fz.meta, blockMeta{first: pts[0].T, end: uint32(len(buf)), n: uint32(len(pts))})
 	oc.fz.n += len(pts)
 	oc.fz.last = pts[len(pts)-1].T
 	clear(pts)
 	oc.pts = pts[:0]
 }
 
+// grow returns the frozen buffer with room for a block of n points (an
+// upper bound for a gauge's: the XOR block of one that outgrows it grows
+// the buffer itself). It grows by a quarter of what the buffer holds (a
+// few copies over the chunk's life, about a fifth of it empty at worst);
+// in a chunk that expects a number of points (its series' last one held
+// them), by half, but no further than the points still expected take at
+// its bytes a point so far, plus a block: such a chunk ends with its
+// buffer about full. The new buffer is allocated at the capacity asked
+// (append rounds it up to its size class), not at append's own growth.
+func (oc *openChunk) grow(n int) []byte {
+	need := 16 + 8*n
+	if oc.late {
+		need = packedSize * n
+	}
+	buf := oc.fz.buf
+	if cap(buf)-len(buf) >= need {
+		return buf
+	}
+	add := len(buf)/4 + need
+	if rest := oc.expect - oc.fz.n - n; oc.fz.n > 0 && rest >= 0 {
+		add = min(len(buf)/2+need, rest*len(buf)/oc.fz.n+need)
+	}
+	grown := append([]byte(nil), make([]byte, len(buf)+add)...)
+	return grown[:copy(grown, buf)]
+}
+
 // appendAll appends every point of the open chunk to dst in arrival order
 // (the frozen ones decoded, then the raw ones).
 func (oc *openChunk) appendAll(dst []chunk.Point) []chunk.Point {
-	for _, b := range oc.fz.blocks {
-		dst = oc.decodeBlock(dst, b)
+	if oc.fz.n > 0 {
+		var it chunk.Iterator
+		dst = oc.decodeBlocks(dst, &it, 0, len(oc.fz.meta))
 	}
 	return append(dst, oc.pts...)
 }
 
-// decodeBlock appends the points of the frozen block b to dst: packed in a
-// late chunk, in the chunk format in an in-time one.
-func (oc *openChunk) decodeBlock(dst []chunk.Point, b []byte) []chunk.Point {
+// decodeBlocks appends the points of the frozen blocks lo to hi-1 to dst:
+// in a late chunk, packed, all at once; in an in-time one, in the chunk
+// format, each through it.
+func (oc *openChunk) decodeBlocks(dst []chunk.Point, it *chunk.Iterator, lo, hi int) []chunk.Point {
 	var err error
 	if oc.late {
-		dst, err = decodePacked(dst, b, oc.hour)
+		dst, err = decodePacked(dst, oc.fz.blocks(lo, hi), oc.hour)
 	} else {
-		dst, err = chunk.Decode(dst, b, oc.hour)
+		for i := lo; i < hi && err == nil; i++ {
+			dst, err = it.Decode(dst, oc.fz.blocks(i, i+1), oc.hour)
+		}
 	}
 	if err != nil {
 		panic("series: a frozen block of an open chunk does not decode: " + err.Error())
@@ -102,7 +153,8 @@ func (oc *openChunk) decodeBlock(dst []chunk.Point, b []byte) []chunk.Point {
 }
 
 // thaw returns every point of the open chunk as raw points (in arrival
-// order) and forgets the frozen blocks: for changes that rewrite them.
+// order) and forgets the frozen blocks, letting their buffer go: for
+// changes that rewrite them, and the seal.
 func (oc *openChunk) thaw() []chunk.Point {
 	if oc.fz.n == 0 {
 		return oc.pts
@@ -143,29 +195,31 @@ func (oc *openChunk) countRange(start, end int64) int {
 		return n + oc.fz.n
 	}
 	for _, m := range oc.fz.meta[lo:hi] {
-		n += m.n
+		n += int(m.n)
 	}
 	return n
 }
 
 // appendRange appends the open chunk's points in [start, end] to dst, in
 // arrival order: of the frozen blocks, only those frozenIn gives are
-// decoded.
-func (oc *openChunk) appendRange(dst []chunk.Point, start, end int64) []chunk.Point {
-	lo, hi := oc.frozenIn(start, end)
-	for _, b := range oc.fz.blocks[lo:hi] {
+// decoded, through it (one Iterator for every chunk of a snapshot).
+func (oc *openChunk) appendRange(dst []chunk.Point, it *chunk.Iterator, start, end int64) []chunk.Point {
+	if lo, hi := oc.frozenIn(start, end); lo < hi {
+		// The frozen points are increasing: only the first block may
+		// hold points before start, and only the last ones after end.
 		n := len(dst)
-		dst = oc.decodeBlock(dst, b)
-		if dst[n].T >= start && dst[len(dst)-1].T <= end {
-			continue // the block is wholly in range
+		if oc.fz.meta[lo].first < start {
+			dst = oc.decodeBlocks(dst, it, lo, lo+1)
+			i, _ := slices.BinarySearchFunc(dst[n:], start, func(p chunk.Point, t int64) int { return cmp.Compare(p.T, t) })
+			dst = append(dst[:n], dst[n+i:]...)
+			lo++
 		}
-		keep := dst[:n]
-		for _, p := range dst[n:] {
-			if p.T >= start && p.T <= end {
-				keep = append(keep, p)
-			}
+		dst = oc.decodeBlocks(dst, it, lo, hi)
+		j := len(dst)
+		for j > n && dst[j-1].T > end {
+			j--
 		}
-		dst = keep
+		dst = dst[:j]
 	}
 	return appendRange(dst, oc.pts, start, end)
 }

@@ -24,13 +24,18 @@ import (
 // nothing seals. It reports the live heap after the points (a GC before
 // each reading) minus the heap before, per point. Its late case is the
 // same points with the clock a day later, as in a backfill: every chunk is
-// a late one (late.go), none due before the points are in.
+// a late one (late.go), none due before the points are in. Its
+// open-next case is the open one for series that wrote the hour before
+// (360 points, sealed and flushed before the measure), as in a running
+// server after its first hour: each chunk then knows how many points its
+// series' last one held.
 func BenchmarkHeadMemory(b *testing.B) {
-	b.Run("open", func(b *testing.B) { benchHeadMemory(b, t0+1000) })
-	b.Run("late", func(b *testing.B) { benchHeadMemory(b, t0+24*rowkey.HourMs) })
+	b.Run("open", func(b *testing.B) { benchHeadMemory(b, t0+1000, false) })
+	b.Run("open-next", func(b *testing.B) { benchHeadMemory(b, t0+1000, true) })
+	b.Run("late", func(b *testing.B) { benchHeadMemory(b, t0+24*rowkey.HourMs, false) })
 }
 
-func benchHeadMemory(b *testing.B, now int64) {
+func benchHeadMemory(b *testing.B, now int64, prior bool) {
 	const nSeries, nSteps = 2000, 360
 	labels := make([]series.Labels, nSeries)
 	for i := range labels {
@@ -64,6 +69,14 @@ func benchHeadMemory(b *testing.B, now int64) {
 				batch[j] = series.Sample{Labels: labels[j], T: t0 + int64(i)*10_000, V: chunk.Float(float64(walk[j]) / 100)}
 			}
 			if err := h.Append(ctx, batch, errs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if prior {
+			for i := -nSteps; i < 0; i++ {
+				appendStep(i)
+			}
+			if err := h.Flush(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
