@@ -168,6 +168,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoded chunk does not decode: %v", err)
 		}
 		checkSame(t, got, pts)
+		// Through an Iterator that decoded another chunk just before (as
+		// the head's snapshot decodes its blocks): the same points, after
+		// the ones already in dst.
+		it.Decode(nil, c, testBase)
+		again, err := it.Decode(pts[:1:1], b, testBase)
+		if err != nil || len(again) != 1+len(pts) {
+			t.Fatalf("decoded again through a used Iterator: %d points, %v", len(again), err)
+		}
+		checkSame(t, again[1:], pts)
 	})
 }
 
