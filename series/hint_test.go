@@ -101,11 +101,15 @@ func TestAppendRuns(t *testing.T) {
 			}
 		}
 		batch = batch[:0]
+		// The series and index agree at once; the points are compared
+		// through reads, since a chunk sealed at ChunkMaxPoints leaves the
+		// head's count when the background flusher writes it, at a time
+		// of its own in each environment.
 		got, want := runs.head.Stats(), alone.head.Stats()
-		got.WALBytes, want.WALBytes = 0, 0 // one record, and one a point
-		if got != want {
+		if got.Series != want.Series || got.IndexSeries != want.IndexSeries {
 			t.Fatalf("round %d: the head holds %+v, appended one at a time %+v", round, got, want)
 		}
+		equalPoints(t, runs.read("sys.cpu", t0, t0+2*rowkey.HourMs), alone.read("sys.cpu", t0, t0+2*rowkey.HourMs))
 	}
 	equalPoints(t, runs.read("sys.cpu", t0, t0+2*rowkey.HourMs), alone.read("sys.cpu", t0, t0+2*rowkey.HourMs))
 }
