@@ -13,36 +13,48 @@ import (
 	"hourglass/store"
 )
 
-// memTableSize returns the memtable size recorded in the OPTIONS file of
-// the Pebble database in dir.
-func memTableSize(t *testing.T, fs vfs.FS, dir string) uint64 {
+// optionsFile returns the newest OPTIONS file of the Pebble database in
+// dir. A database opened again writes a new one; Pebble deletes the older
+// in the background, so both may be there for a while.
+func optionsFile(t *testing.T, fs vfs.FS, dir string) []byte {
 	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	newest := ""
 	for _, n := range names {
-		if !strings.HasPrefix(n, "OPTIONS-") {
-			continue
+		// OPTIONS-NNNNNN: the numbers are zero-padded, so the greatest
+		// name is the newest file.
+		if strings.HasPrefix(n, "OPTIONS-") && n > newest {
+			newest = n
 		}
-		f, err := fs.Open(fs.PathJoin(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(`(?m)^\s*mem_table_size=(\d+)`).FindSubmatch(b)
-		if m == nil {
-			t.Fatalf("%s/%s: no mem_table_size", dir, n)
-		}
-		v, _ := strconv.ParseUint(string(m[1]), 10, 64)
-		return v
 	}
-	t.Fatalf("%s: no OPTIONS file", dir)
-	return 0
+	if newest == "" {
+		t.Fatalf("%s: no OPTIONS file", dir)
+	}
+	f, err := fs.Open(fs.PathJoin(dir, newest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// memTableSize returns the memtable size recorded in the newest OPTIONS
+// file of the Pebble database in dir.
+func memTableSize(t *testing.T, fs vfs.FS, dir string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*mem_table_size=(\d+)`).FindSubmatch(optionsFile(t, fs, dir))
+	if m == nil {
+		t.Fatalf("%s: no mem_table_size", dir)
+	}
+	v, _ := strconv.ParseUint(string(m[1]), 10, 64)
+	return v
 }
 
 // TestMainMemTableSize: the main database (UID, index, meta, rollup tables)
