@@ -188,6 +188,26 @@ func (o Options) dataMemTableSize() uint64 {
 	return o.MemTableSize
 }
 
+// The data table's SSTable sizes: 512 KiB in L0, 2 MiB in Lbase, doubling
+// below (Pebble's defaults are 2 and 4 MiB). New cells are a new hour of
+// every metric, so each flush overlaps every SSTable below it and an
+// L0→Lbase compaction rewrites the Lbase files under its L0 files while
+// both stay on disk until it ends. A flush's L0 files end where they
+// overlap ten times their target size of Lbase: 5 MiB here instead of 20,
+// so compactions cover narrower key ranges. While the data table fits in
+// one level (up to LBaseMaxBytes, 64 MiB) each compaction's output was up
+// to 28 MB and the directory's running peak 1.4× its size after stop; it is
+// now under 10 MB (docs/benchmarks.md, "Disk, session 8").
+const (
+	dataL0FileSize   = 512 << 10
+	dataBaseFileSize = 2 << 20
+)
+
+// setDataFileSizes sets po's SSTable target sizes to the data table's.
+func setDataFileSizes(po *pebbledb.Options) {
+	po.TargetFileSizes = [len(po.TargetFileSizes)]int64{dataL0FileSize, dataBaseFileSize}
+}
+
 // noRecycleCleaner deletes obsolete files, as Pebble's default cleaner, and
 // turns off the recycling of WAL files: Pebble recycles logs only when its
 // cleaner does not need the files' contents, which ArchiveCleaner says it

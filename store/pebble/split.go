@@ -73,6 +73,7 @@ func (s *Store) openData(po *pebbledb.Options, memTable uint64, logger *slog.Log
 	dpo := po.Clone()
 	dpo.DisableWAL = true
 	dpo.MemTableSize = memTable
+	setDataFileSizes(dpo)
 	l := logger.With("db", dataSubdir)
 	dpo.Logger = slogLogger{l}
 	dpo.EventListener = eventListener(l)

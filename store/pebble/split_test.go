@@ -301,3 +301,35 @@ func TestClosedStoreKeepsNoLog(t *testing.T) {
 		t.Fatal("obsolete files were archived, not deleted")
 	}
 }
+
+// TestDataFileSizes checks that the data table's database runs with its own
+// SSTable sizes (setDataFileSizes) and the main database with Pebble's: the
+// OPTIONS file each writes lists a target_file_size per level.
+func TestDataFileSizes(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := testOptions()
+	opts.FS = fs
+	s, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sizes := func(dir string) []string {
+		t.Helper()
+		var out []string
+		for _, l := range strings.Split(string(optionsFile(t, fs, dir)), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "target_file_size="); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if got, want := strings.Join(sizes("db/data"), " "), "524288 2097152 4194304 8388608 16777216 33554432 67108864"; got != want {
+		t.Errorf("data database's target file sizes %s, want %s", got, want)
+	}
+	if got, want := strings.Join(sizes("db"), " "), "2097152 4194304 8388608 16777216 33554432 67108864 134217728"; got != want {
+		t.Errorf("main database's target file sizes %s, want %s", got, want)
+	}
+}
