@@ -49,14 +49,19 @@ func TestBigtableFresh(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	l.down.Store(3)
 	nodes[2].kill()
-	time.Sleep(300 * time.Millisecond)
 	probe := acked{node: 0, host: "h00", ts: time.Now().UnixMilli()}
-	if _, h, err := otsSees(nodes[0].url, probe); err != nil || !strings.Contains(strings.Join(h.Values("X-Hourglass-Warning"), "|"), "node 3 ") {
-		t.Fatalf("OpenTSDB on node 1 while node 3 is down: warnings %q, err %v; want node 3 named", h.Values("X-Hourglass-Warning"), err)
-	}
-	if _, ws, err := promInstantValues(nodes[1].url, `fresh_load{host="h00"}`, time.Now().UnixMilli()); err != nil || !strings.Contains(strings.Join(ws, "|"), "node 3 ") {
-		t.Fatalf("PromQL on node 2 while node 3 is down: warnings %q, err %v; want node 3 named", ws, err)
-	}
+	// The others name node 3 once its requests fail: polled, not asserted
+	// after a fixed sleep (a loaded machine under -race is slow to see it).
+	down := time.Now()
+	waitVisible(t, "OpenTSDB on node 1 naming node 3 while it is down", down, 10*time.Second, func() (bool, error) {
+		_, h, err := otsSees(nodes[0].url, probe)
+		ws := h.Values("X-Hourglass-Warning")
+		return err == nil && strings.Contains(strings.Join(ws, "|"), "node 3 "), fmt.Errorf("warnings %q, err %v", ws, err)
+	})
+	waitVisible(t, "PromQL on node 2 naming node 3 while it is down", down, 10*time.Second, func() (bool, error) {
+		_, ws, err := promInstantValues(nodes[1].url, `fresh_load{host="h00"}`, time.Now().UnixMilli())
+		return err == nil && strings.Contains(strings.Join(ws, "|"), "node 3 "), fmt.Errorf("warnings %q, err %v", ws, err)
+	})
 	time.Sleep(700 * time.Millisecond)
 	nodes[2].restart() // its WAL replays
 	l.mu.Lock()
