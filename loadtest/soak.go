@@ -50,6 +50,12 @@ type SoakConfig struct {
 	// CacheWarmupMax, when after Warmup, extends the warm-up until the
 	// store's block cache is full (WarmupEnd), to this time at most.
 	CacheWarmupMax time.Duration
+	// RangesWarmup makes the warm-up last at least the longest query
+	// range (QueryRange, QueryLongRange). Until then a query's range still
+	// holds the measure's data and less than a range of the soak's, so the
+	// points each query reads, and the memory they take, grow with the
+	// soak's data as they would not later (run T, docs/benchmarks.md).
+	RangesWarmup bool
 	// QueryDialects are run side by side, each at QueryConcurrency;
 	// QueryRange, QueryLongRange and QueryStep size the mix (see
 	// QueryConfig), the range ending at the time each query is sent.
@@ -153,6 +159,8 @@ func (c *SoakConfig) check() error {
 		return errors.New("soak: duration and sample period must be positive")
 	case c.Warmup < 0 || c.Warmup >= c.Duration:
 		return fmt.Errorf("soak: warm-up %v must be shorter than the duration %v", c.Warmup, c.Duration)
+	case c.RangesWarmup && max(c.QueryRange, c.QueryLongRange) >= c.Duration:
+		return fmt.Errorf("soak: the query ranges' warm-up %v must be shorter than the duration %v", max(c.QueryRange, c.QueryLongRange), c.Duration)
 	case c.CacheWarmupMax >= c.Duration:
 		return fmt.Errorf("soak: the cache warm-up's end %v must be before the duration %v", c.CacheWarmupMax, c.Duration)
 	case c.Rate <= 0 && (c.Measure <= 0 || c.Fraction <= 0 || c.Fraction > 1):
@@ -251,7 +259,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if sampleErr != nil {
 		rep.Failures = append(rep.Failures, "sampling the server's memory: "+sampleErr.Error())
 	}
-	w, why := WarmupEnd(rep.RSS, cfg.Warmup, cfg.CacheWarmupMax)
+	w, why := cfg.warmupEnd(rep.RSS)
 	rep.WarmupSeconds, rep.WarmupEnd = w.Seconds(), why
 	rep.judge(w)
 	return rep, nil
@@ -583,6 +591,20 @@ func WarmupEnd(samples []RSSSample, warmup, cacheMax time.Duration) (time.Durati
 		return warmup, "fixed: no block cache figures on the server's /metrics"
 	}
 	return cacheMax, "the block cache not full by the cache warm-up's end"
+}
+
+// warmupEnd is WarmupEnd from the config: from Warmup, or from the
+// longest query range with RangesWarmup when that is later.
+func (c *SoakConfig) warmupEnd(samples []RSSSample) (time.Duration, string) {
+	warm := c.Warmup
+	if c.RangesWarmup {
+		warm = max(warm, c.QueryRange, c.QueryLongRange)
+	}
+	w, why := WarmupEnd(samples, warm, c.CacheWarmupMax)
+	if warm > c.Warmup && w == warm {
+		why = fmt.Sprintf("the longest query range, %v: every query's range holds the soak's data alone", warm)
+	}
+	return w, why
 }
 
 // judge fits the memory after the warm-up and lists every reason to fail.

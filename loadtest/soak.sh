@@ -15,7 +15,10 @@
 # is not flat (slope ≤ SOAK_MAX_SLOPE MB/min
 # and the largest sample ≤ (1+SOAK_MAX_SPREAD) × the median).
 #
-# The warm-up: SOAK_WARMUP, then on until the server's block cache is full
+# The warm-up: the longest query range (10 minutes: until then a query's
+# range still holds the measure's data and the points each query reads grow
+# with the soak's; -warmup-ranges), at least SOAK_WARMUP, then on until the
+# server's block cache is full
 # (hourglass_store_block_cache_bytes and _memtable_bytes at 90 % of
 # _block_cache_capacity_bytes on its /metrics), SOAK_CACHE_WARMUP_MAX into
 # the soak at the latest. The cache is bounded (-store-cache-bytes plus the
@@ -23,9 +26,9 @@
 # the soak at this load; until then RSS rises by design. After the warm-up
 # any growth fails, the cache's included (it cannot grow past its
 # capacity). The report says when and why the warm-up ended. With the
-# defaults at least 8 minutes are judged, and the whole run takes about 19.
+# defaults 10 minutes are judged, and the whole run takes about 25.
 #
-# Environment (defaults): SOAK_DURATION (14m), SOAK_MEASURE (60s),
+# Environment (defaults): SOAK_DURATION (20m), SOAK_MEASURE (60s),
 # SOAK_MEASURE_WARMUP (2m), SOAK_MEASURE_QUERIES (true), SOAK_FRACTION
 # (0.8), SOAK_MIN_ACHIEVED (0.95), SOAK_WARMUP (2m), SOAK_CACHE_WARMUP_MAX
 # (6m; 0: the warm-up is SOAK_WARMUP alone), SOAK_SAMPLE (5s),
@@ -38,7 +41,7 @@
 # SOAK_GOMEMLIMIT (the server's GOMEMLIMIT, e.g. 1GiB; default none).
 set -euo pipefail
 
-: "${SOAK_DURATION:=14m}" "${SOAK_CACHE_WARMUP_MAX:=6m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
+: "${SOAK_DURATION:=20m}" "${SOAK_CACHE_WARMUP_MAX:=6m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
 : "${SOAK_SAMPLE:=5s}" "${SOAK_SERIES:=20000}" "${SOAK_DIALECT:=prom-rw1}" "${SOAK_MAX_SLOPE:=5}"
 : "${SOAK_MEASURE_QUERIES:=true}" "${SOAK_MEASURE_WARMUP:=2m}" "${SOAK_MIN_ACHIEVED:=0.95}"
 : "${SOAK_MAX_SPREAD:=0.2}" "${SOAK_VMEM_KB:=4000000}" "${SOAK_OUT:=/tmp/hourglass-soak}" "${SOAK_ARGS:=}" "${SOAK_SERVER_ARGS:=}" "${SOAK_GOMEMLIMIT:=}"

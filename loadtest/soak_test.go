@@ -487,3 +487,51 @@ func TestWarmupEnd(t *testing.T) {
 		t.Fatalf("no cache warm-up: %v (%s)", w, why)
 	}
 }
+
+// TestWarmupRanges: with RangesWarmup the memory verdict starts once the
+// longest query range has passed (a range of the soak's data alone), later
+// than the fixed warm-up and the cache's; growth after it still fails, and
+// a soak not longer than that range is refused.
+func TestWarmupRanges(t *testing.T) {
+	// One sample every 30 s over 20 minutes, the cache full from the start:
+	// RSS rises by riseMB MB/min for the first 10 minutes, then by afterMB.
+	series := func(riseMB, afterMB float64) []RSSSample {
+		var s []RSSSample
+		for i := 0; i <= 40; i++ {
+			sec := float64(30 * i)
+			rss := 500e6 + riseMB*1e6*min(sec, 600)/60 + afterMB*1e6*max(sec-600, 0)/60
+			s = append(s, RSSSample{Seconds: sec, Bytes: int64(rss), StoreBlockCache: 200 << 20, StoreMemTables: 50 << 20, StoreCapacity: 256 << 20})
+		}
+		return s
+	}
+	cfg := SoakConfig{Warmup: 2 * time.Minute, CacheWarmupMax: 6 * time.Minute, QueryRange: 5 * time.Minute,
+		QueryLongRange: 10 * time.Minute, RangesWarmup: true}
+	judge := func(c SoakConfig, s []RSSSample) (*SoakReport, time.Duration, string) {
+		r := &SoakReport{Write: &Report{PointsSent: 10, PointsAccepted: 10}, Queries: map[string]*SoakQueries{"prom": {Queries: 5}},
+			RSS: s, MaxSlope: 5, MaxSpread: 0.2}
+		w, why := c.warmupEnd(s)
+		r.judge(w)
+		return r, w, why
+	}
+	r, w, why := judge(cfg, series(20, 0))
+	if w != 10*time.Minute || !strings.Contains(why, "longest query range") || !r.Passed() {
+		t.Fatalf("rise while the ranges fill: warm-up %v (%s), failures %v", w, why, r.Failures)
+	}
+	if r, _, _ := judge(cfg, series(20, 10)); r.Passed() {
+		t.Fatalf("growth of 10 MB/min after the ranges are full judged flat: %+v", r.Fit)
+	}
+	off := cfg
+	off.RangesWarmup = false
+	if r, w, _ := judge(off, series(20, 0)); w != 2*time.Minute || r.Passed() {
+		t.Fatalf("without RangesWarmup: warm-up %v, passed %v", w, r.Passed())
+	}
+	short := SoakConfig{PID: 1, Series: 1, Duration: 10 * time.Minute, SampleEvery: time.Second, Warmup: time.Minute, Rate: 1,
+		QueryConcurrency: 1, QueryDialects: []string{"prom"}, QueryRange: 5 * time.Minute, QueryLongRange: 10 * time.Minute, RangesWarmup: true}
+	if err := short.check(); err == nil || !strings.Contains(err.Error(), "query ranges") {
+		t.Fatalf("a soak as long as its longest range: %v", err)
+	}
+	short.Duration = 11 * time.Minute
+	if err := short.check(); err != nil {
+		t.Fatalf("a soak longer than its longest range: %v", err)
+	}
+}

@@ -40,6 +40,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "length of the soak")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Minute, "start of the soak the memory verdict ignores")
 	fs.DurationVar(&cfg.CacheWarmupMax, "cache-warmup-max", 0, "extend the warm-up past -warmup until the server's block cache is full (hourglass_store_* on /metrics), ending it by this time into the soak at the latest (0: no extension)")
+	fs.BoolVar(&cfg.RangesWarmup, "warmup-ranges", true, "the warm-up lasts at least the longest query range (-query-range, -query-long-range), until every query's range holds the soak's data alone")
 	fs.DurationVar(&cfg.SampleEvery, "sample", 5*time.Second, "time between two samples of the server's RSS")
 	fs.StringVar(&dialects, "query-dialects", loadtest.QueryOpenTSDB+","+loadtest.QueryProm, "query dialects run side by side")
 	fs.IntVar(&cfg.QueryConcurrency, "query-concurrency", 1, "queries in flight per dialect")

@@ -41,7 +41,7 @@ func TestSoakCommand(t *testing.T) {
 	// -min-achieved 0: whether 700 ms of writes keep up is a timing
 	// (TestJudge checks the verdict).
 	args := []string{"soak", "-url", srv.URL, "-pid", strconv.Itoa(os.Getpid()), "-rate", "2000", "-series", "24",
-		"-duration", "700ms", "-warmup", "0s", "-sample", "100ms", "-max-slope", "1e9", "-max-spread", "1e9", "-min-achieved", "0", "-quiet", "-json", js}
+		"-duration", "700ms", "-warmup", "0s", "-warmup-ranges=false", "-sample", "100ms", "-max-slope", "1e9", "-max-spread", "1e9", "-min-achieved", "0", "-quiet", "-json", js}
 	var out, errOut bytes.Buffer
 	if err := run(args, &out, &errOut); err != nil {
 		t.Fatalf("soak: %v\n%s%s", err, out.String(), errOut.String())
