@@ -359,6 +359,12 @@ func parseValue(s []byte) (chunk.Value, string) {
 	if v, ok := shortNumber(s); ok {
 		return v, ""
 	}
+	return parseValueLong(s)
+}
+
+// parseValueLong is parseValue without its shortNumber shortcut: every
+// form OpenTSDB accepts (FuzzParseValue holds the two to the same answers).
+func parseValueLong(s []byte) (chunk.Value, string) {
 	if looksLikeInteger(s) {
 		i, msg := parseLong(s)
 		if msg != "" {

@@ -258,25 +258,6 @@ func FuzzLineTimestamp(f *testing.F) {
 	})
 }
 
-// parseValueLong is parseValue without its shortNumber shortcut.
-func parseValueLong(s []byte) (chunk.Value, string) {
-	if looksLikeInteger(s) {
-		i, msg := parseLong(s)
-		if msg != "" {
-			return chunk.Value{}, msg
-		}
-		return chunk.Int(i), ""
-	}
-	if !isDecimalFloat(s) {
-		return chunk.Value{}, "For input string: \"" + string(s) + "\""
-	}
-	f, err := strconv.ParseFloat(string(s), 64)
-	if err != nil && !isRangeErr(err) {
-		return chunk.Value{}, "For input string: \"" + string(s) + "\""
-	}
-	return chunk.Float(f), ""
-}
-
 func FuzzParseTime(f *testing.F) {
 	for _, s := range []string{"now", "1h-ago", "1364410924", "1364410924.250", "1364410924250ms",
 		"2013/01/23-12:50:42", "2013/01/23 12:50", "2013/01/23", "-5", "0h-ago", "9223372036854775807ms-ago"} {
