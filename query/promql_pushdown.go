@@ -194,11 +194,55 @@ func (a *fold) add(t int64, f float64) {
 // order: only additions and subtractions, which no compiler fuses). It
 // returns the index of the first point it did not take: past r, or after
 // the point whose sum overflowed an average (the caller goes on with add).
+//
+// It first sums the points as if none were a staleness marker and no sum
+// overflowed: Inc's other cases all start from a sum or a point that is
+// not finite (a marker is a NaN, an overflow ±Inf), and a sum that is not
+// finite stays so (NaN and ±Inf absorb every finite addend, and ±Inf + ∓Inf
+// is NaN). So when the last sum is finite, every sum was and no point was
+// a marker, and the loop did exactly what Inc would have; otherwise the
+// points are summed again one by one, with every case (sumsChecked).
 func (a *fold) addSums(b *chunk.Block, j int, r int64) int {
+	ts := b.T
+	k := len(ts)
+	if ts[k-1] > r {
+		k = j
+		for k < len(ts) && ts[k] <= r {
+			k++
+		}
+	}
+	if j >= k {
+		return j
+	}
+	sum, c, i := a.sum, a.c, j
+	if a.n == 0 && a.fn == foldAvg {
+		sum, i = b.Float(j), j+1 // the first point is the sum
+	}
+	for ; i < k; i++ {
+		f := b.Float(i)
+		t := sum + f
+		if math.Abs(sum) >= math.Abs(f) {
+			c += (sum - t) + f
+		} else {
+			c += (f - t) + sum
+		}
+		sum = t
+	}
+	if sum-sum != 0 { // NaN or ±Inf
+		return a.sumsChecked(b, j, k)
+	}
+	a.sum, a.c, a.n, a.t = sum, c, a.n+k-j, ts[k-1]
+	return k
+}
+
+// sumsChecked is addSums over points j to k-1 of b one by one: staleness
+// markers skipped, an overflowing sum handled as Inc and funcAvgOverTime
+// handle it.
+func (a *fold) sumsChecked(b *chunk.Block, j, k int) int {
 	ts := b.T
 	sum, c, n := a.sum, a.c, a.n
 	avg := a.fn == foldAvg
-	for ; j < len(ts) && ts[j] <= r; j++ {
+	for ; j < k; j++ {
 		f := b.Float(j)
 		if value.IsStaleNaN(f) {
 			continue

@@ -255,3 +255,100 @@ func promqlParse(s string) (parser.Statement, error) {
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(s)
 	return &parser.EvalStmt{Expr: e}, err
 }
+
+// TestFoldSumsMatchAdd holds addSums, the block loop of avg and sum, to
+// add point by point (funcAvgOverTime's and funcSumOverTime's operations):
+// over blocks of decimals, integers, -0, huge values that overflow the sum,
+// ±Inf, NaN and staleness markers, windows that end inside a block, and
+// a fold carried over from an earlier block, the same state bit for bit.
+func TestFoldSumsMatchAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	stale := math.Float64frombits(value.StaleNaN)
+	draw := func(kind int) chunk.Value {
+		switch kind {
+		case 0: // the common case: decimals
+			return chunk.Float(float64(r.IntN(100000)) / 100)
+		case 1:
+			return chunk.Int(r.Int64N(1000) - 500)
+		}
+		specials := []float64{1.7e308, -1.7e308, 1e308, math.Inf(1), math.Inf(-1), math.NaN(), stale, math.Copysign(0, -1), 5e-324}
+		if r.IntN(4) == 0 {
+			return chunk.Float(specials[r.IntN(len(specials))])
+		}
+		return chunk.Float(r.NormFloat64() * math.Pow(10, float64(r.IntN(40)-20)))
+	}
+	base := int64(1_700_000_000_000) / rowkey.HourMs * rowkey.HourMs
+	var it chunk.Iterator
+	checked := 0
+	for n := range 3000 {
+		kind := []int{0, 0, 0, 1, 2}[r.IntN(5)]
+		pts := make([]chunk.Point, 1+r.IntN(300))
+		for i := range pts {
+			v := draw(kind)
+			if kind != 2 && r.IntN(50) == 0 {
+				v = draw(2)
+			}
+			pts[i] = chunk.Point{T: base + int64(i)*10_000, V: v}
+		}
+		data, err := chunk.Append(nil, base, pts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range []int{foldAvg, foldSum} {
+			// Windows ending at random points of the chunk, the fold of
+			// each carried from the last, as foldIterator.window does.
+			got, want := fold{fn: fn}, fold{fn: fn}
+			if err := it.Reset(data, base); err != nil {
+				t.Fatal(err)
+			}
+			wi := 0
+			ends := []int64{base + r.Int64N(int64(len(pts)))*10_000, base + r.Int64N(int64(len(pts)))*10_000, math.MaxInt64}
+			slices.Sort(ends)
+			for ok := it.Next(); ok; ok = it.Next() {
+				b := it.Block()
+				for j := 0; j < b.Len(); {
+					end := ends[wi]
+					if !got.incrMean {
+						j = got.addSums(&b, j, end)
+					}
+					for ; j < b.Len() && b.T[j] <= end; j++ {
+						if f := b.Float(j); !value.IsStaleNaN(f) {
+							got.add(b.T[j], f)
+						}
+					}
+					if j < b.Len() {
+						wi++
+					}
+				}
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pts {
+				if f := p.V.Float(); !value.IsStaleNaN(f) {
+					want.add(p.T, f)
+				}
+			}
+			g, w := foldState(&got), foldState(&want)
+			if g != w {
+				t.Fatalf("case %d (kind %d, fn %d, %d points): got %s, want %s", n, kind, fn, len(pts), g, w)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d folds", checked)
+}
+
+// foldState writes a's state with its floats' bits, every NaN as one:
+// which NaN an addition of two returns depends on the order the compiler
+// gives its operands (it may swap them), and the API answers any as NaN.
+func foldState(a *fold) string {
+	bits := func(f float64) uint64 {
+		if math.IsNaN(f) {
+			return math.Float64bits(math.NaN())
+		}
+		return math.Float64bits(f)
+	}
+	return fmt.Sprintf("n %d t %d sum %x c %x mean %x incr %v result %x", a.n, a.t, bits(a.sum), bits(a.c),
+		bits(a.mean), a.incrMean, bits(a.result()))
+}
