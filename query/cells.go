@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"sort"
 	"sync"
 
 	"hourglass/chunk"
@@ -368,6 +369,31 @@ func (p *points) run() (chunk.Block, bool) {
 	// point is found on the next call.
 	p.adv = true
 	return b, true
+}
+
+// headRun takes, when it can, a run of the head's next points at once:
+// those before the store's next point, all of them when the store has no
+// more (the common case: the head holds the newest points). The slice is
+// the scan's copy of the head's points. When it cannot (false), next
+// takes the next point.
+func (p *points) headRun() ([]chunk.Point, bool) {
+	if p.adv {
+		p.advance()
+	}
+	head := p.sc.head
+	if p.hi >= len(head) || p.sok && head[p.hi].T >= p.st {
+		return nil, false
+	}
+	j := len(head)
+	if p.sok {
+		// Before the store's next point; one at its timestamp wins over
+		// it, which next sees to.
+		j = p.hi + sort.Search(len(head)-p.hi, func(k int) bool { return head[p.hi+k].T >= p.st })
+	}
+	run := head[p.hi:j]
+	p.hi = j
+	p.t, p.v = run[len(run)-1].T, run[len(run)-1].V
+	return run, true
 }
 
 // advance finds the store's next point after a run.

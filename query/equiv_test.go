@@ -176,7 +176,7 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 		t.Fatal(err)
 	}
 	// The rest stays in the head, with late points over the store's hours,
-	// some at the timestamps the store holds.
+	// most at the timestamps the store holds, some a millisecond after.
 	for i := range ls {
 		n := sort.Search(len(data[i]), func(j int) bool { return data[i][j].T >= split })
 		appendPts(i, data[i][n:])
@@ -184,7 +184,11 @@ func openEquiv(t *testing.T, seed uint64) *equivEnv {
 			var late []chunk.Point
 			for _, p := range data[i][:n] {
 				if r.IntN(15) == 0 {
-					late = append(late, chunk.Point{T: p.T, V: equivValue(r, false, 0)})
+					tt := p.T
+					if r.IntN(4) == 0 {
+						tt++
+					}
+					late = append(late, chunk.Point{T: tt, V: equivValue(r, false, 0)})
 				}
 			}
 			appendPts(i, late)
@@ -529,4 +533,58 @@ func TestPromIteratorMatchesMaterialisingRead(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRawPointsMatchesMaterialisingRead: rawPoints, which the pushed-down
+// PromQL iterators read through (the store's decoded blocks, runs of the
+// head's points, single points), gives every series' points as the
+// materialising read does, and takes head runs both after the store's last
+// point and before a store point.
+func TestRawPointsMatchesMaterialisingRead(t *testing.T) {
+	ctx := context.Background()
+	headRuns, headBefore := 0, 0
+	for seed := range uint64(3) {
+		env := openEquiv(t, seed)
+		r := rand.New(rand.NewPCG(seed, 11))
+		for n := range 40 {
+			start, end := env.randomRange(r)
+			want, _ := env.eng.readSlow(t, env.entries, start, end)
+			scs, err := env.eng.scan(ctx, env.entries, start, end, pointLimit{}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw rawPoints
+			for i, en := range env.entries {
+				k := slices.IndexFunc(want, func(s Series) bool { return s.Labels == en.Labels })
+				s := &promSeries{cells: &scs[i], start: start, end: end}
+				var got []chunk.Point
+				if raw.reset(s) {
+					for raw.raw() {
+						if raw.inHead && raw.hi == 0 {
+							headRuns++
+							if raw.p.sok {
+								headBefore++
+							}
+						}
+						got = append(got, chunk.Point{T: raw.rawT(), V: chunk.Float(raw.rawF())})
+						raw.skip()
+					}
+				}
+				if raw.p.err != nil {
+					t.Fatal(raw.p.err)
+				}
+				wantPts := slices.Clone(want[k].Points)
+				for j := range wantPts {
+					wantPts[j].V = chunk.Float(wantPts[j].V.Float())
+				}
+				if !samePoints(got, wantPts) {
+					t.Fatalf("seed %d case %d [%d, %d], %s:\ngot  %v\nwant %v", seed, n, start, end, en.Labels, got, wantPts)
+				}
+			}
+		}
+	}
+	if headRuns == 0 || headBefore == 0 {
+		t.Fatalf("%d head runs, %d of them before a store point", headRuns, headBefore)
+	}
+	t.Logf("%d head runs, %d before a store point", headRuns, headBefore)
 }

@@ -292,16 +292,20 @@ func (a *fold) result() float64 {
 }
 
 // rawPoints reads a series' points with one pending at a time, a decoded
-// block of them where it can (points.run).
+// block of them where it can (points.run), a run of the head's points
+// (points.headRun) where it can.
 type rawPoints struct {
 	p        points
 	minFirst []int64
 
-	blk   chunk.Block // the raw points being read, when inBlk
-	bi    int
-	inBlk bool
-	one   bool // a raw point from points.next is pending
-	eof   bool
+	blk    chunk.Block // the raw points being read, when inBlk
+	bi     int
+	inBlk  bool
+	hp     []chunk.Point // the head's points being read, when inHead
+	hi     int
+	inHead bool
+	one    bool // a raw point from points.next is pending
+	eof    bool
 }
 
 // reset points r at s's points, keeping its buffers; false: s has none.
@@ -316,7 +320,7 @@ func (r *rawPoints) reset(s *promSeries) bool {
 
 // raw makes a raw point pending and reports whether there is one.
 func (r *rawPoints) raw() bool {
-	if r.inBlk || r.one {
+	if r.inBlk || r.inHead || r.one {
 		return true
 	}
 	if r.eof {
@@ -324,6 +328,10 @@ func (r *rawPoints) raw() bool {
 	}
 	if b, ok := r.p.run(); ok {
 		r.blk, r.bi, r.inBlk = b, 0, true
+		return true
+	}
+	if h, ok := r.p.headRun(); ok {
+		r.hp, r.hi, r.inHead = h, 0, true
 		return true
 	}
 	if r.p.next() {
@@ -336,28 +344,39 @@ func (r *rawPoints) raw() bool {
 
 // rawT is the pending raw point's timestamp, rawF its value.
 func (r *rawPoints) rawT() int64 {
-	if r.inBlk {
+	switch {
+	case r.inBlk:
 		return r.blk.T[r.bi]
+	case r.inHead:
+		return r.hp[r.hi].T
 	}
 	return r.p.t
 }
 
 func (r *rawPoints) rawF() float64 {
-	if r.inBlk {
+	switch {
+	case r.inBlk:
 		return r.blk.Float(r.bi)
+	case r.inHead:
+		return r.hp[r.hi].V.Float()
 	}
 	return r.p.v.Float()
 }
 
 // skip drops the pending raw point.
 func (r *rawPoints) skip() {
-	if r.inBlk {
+	switch {
+	case r.inBlk:
 		if r.bi++; r.bi == len(r.blk.T) {
 			r.inBlk = false
 		}
-		return
+	case r.inHead:
+		if r.hi++; r.hi == len(r.hp) {
+			r.inHead = false
+		}
+	default:
+		r.one = false
 	}
-	r.one = false
 }
 
 // pushed is what the iterators of a pushed-down selector (foldIterator,
@@ -439,6 +458,21 @@ func (it *foldIterator[T]) reset(s *promSeries) {
 // window folds the pending raw points up to the window's end r into a.
 func (it *foldIterator[T]) window(a *fold, r int64) {
 	for it.raw() {
+		if it.inHead {
+			hp := it.hp
+			j := it.hi
+			for ; j < len(hp) && hp[j].T <= r; j++ {
+				if f := hp[j].V.Float(); !value.IsStaleNaN(f) {
+					a.add(hp[j].T, f)
+				}
+			}
+			if j < len(hp) {
+				it.hi = j
+				return
+			}
+			it.inHead = false
+			continue
+		}
 		if !it.inBlk {
 			if it.p.t > r {
 				return
@@ -538,7 +572,8 @@ func (it *thinIterator[T]) Next() chunkenc.ValueType {
 		r = it.rawT() // past the last step: as it is
 	}
 	for it.raw() && it.rawT() <= r {
-		if it.inBlk {
+		switch {
+		case it.inBlk:
 			// The block's last point up to r, without reading the others.
 			ts := it.blk.T
 			j := it.bi
@@ -546,6 +581,13 @@ func (it *thinIterator[T]) Next() chunkenc.ValueType {
 				j++
 			}
 			it.bi = j
+		case it.inHead:
+			hp := it.hp
+			j := it.hi
+			for j+1 < len(hp) && hp[j+1].T <= r {
+				j++
+			}
+			it.hi = j
 		}
 		it.t, it.f = it.rawT(), it.rawF()
 		it.skip()

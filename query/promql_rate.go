@@ -222,6 +222,15 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 	}
 	ts, fs, resets := w.ts[:0], w.fs[:0], w.resets[:0]
 	for w.raw.raw() {
+		if w.raw.inHead {
+			for _, p := range w.raw.hp[w.raw.hi:] {
+				if f := p.V.Float(); !value.IsStaleNaN(f) {
+					ts, fs = append(ts, p.T), append(fs, f)
+				}
+			}
+			w.raw.inHead = false
+			continue
+		}
 		if w.raw.inBlk {
 			b := &w.raw.blk
 			for j := w.raw.bi; j < len(b.T); j++ {
