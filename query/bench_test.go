@@ -265,6 +265,14 @@ type anyValue string
 func (m anyValue) Key() string                    { return string(m) }
 func (m anyValue) Matches(_ string, ok bool) bool { return ok }
 
+// literal matches the series whose tag has one value (OpenTSDB's tag=v),
+// which the index answers from its postings.
+type literal struct{ key, value string }
+
+func (m literal) Key() string                    { return m.key }
+func (m literal) Matches(v string, ok bool) bool { return ok && v == m.value }
+func (m literal) Literals() ([]string, bool)     { return []string{m.value}, true }
+
 // TestMain removes the benchmarks' data set.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -354,39 +362,80 @@ func BenchmarkPromMix(b *testing.B) {
 // BenchmarkRunMix runs the /api/query kinds of the load generator's mix
 // (loadtest/query.go) through Engine.Run over the bench data, as
 // BenchmarkPromMix does through PromQL: an hour ending an hour before the
-// last point, 1 m downsampling; rate reads the gauge as a counter.
+// last point (in the store), 1 m downsampling; rate reads the gauge as a
+// counter; topk is each series' maximum over the hour (0all-max, no
+// aggregator). The head- cases end at the last point (the head's hour,
+// as the load generator's queries do); raw is one host's points.
 func BenchmarkRunMix(b *testing.B) {
 	env := openBench(b)
 	ctx := context.Background()
-	spec, err := downsample.ParseSpec("1m-avg")
-	if err != nil {
-		b.Fatal(err)
+	parse := func(s string) *downsample.Spec {
+		spec, err := downsample.ParseSpec(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &spec
 	}
-	sum, err := downsample.Lookup("sum")
-	if err != nil {
-		b.Fatal(err)
+	lookup := func(s string) *downsample.Aggregator {
+		a, err := downsample.Lookup(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return a
 	}
+	headEnd := env.end + rowkey.HourMs - benchStepMs
 	for _, c := range []struct {
-		name string
-		rate bool
-	}{{"sum", false}, {"rate", true}} {
+		name    string
+		agg     string
+		ds      string
+		rate    bool
+		groupBy string
+		host    string
+		head    bool
+		results int
+	}{
+		{name: "sum", agg: "sum", ds: "1m-avg", groupBy: "region", results: 4},
+		{name: "rate", agg: "sum", ds: "1m-avg", groupBy: "region", rate: true, results: 4},
+		{name: "topk", agg: "none", ds: "0all-max", results: benchSeries},
+		{name: "head-sum", agg: "sum", ds: "1m-avg", groupBy: "region", head: true, results: 4},
+		{name: "head-rate", agg: "sum", ds: "1m-avg", groupBy: "region", rate: true, head: true, results: 4},
+		{name: "head-topk", agg: "none", ds: "0all-max", head: true, results: benchSeries},
+		{name: "head-raw", agg: "none", host: "h00007", head: true, results: 1},
+	} {
 		b.Run(c.name, func(b *testing.B) {
+			end := env.end
+			if c.head {
+				end = headEnd
+			}
 			req := query.Request{
-				Selector:   query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{anyValue("region")}, Start: env.end - rowkey.HourMs, End: env.end},
-				Aggregator: sum,
-				Downsample: &spec,
-				GroupBy:    []string{"region"},
+				Selector:   query.Selector{Metric: "cpu.usage", Start: end - rowkey.HourMs, End: end},
+				Aggregator: lookup(c.agg),
 				Rate:       c.rate,
 			}
+			if c.ds != "" {
+				req.Downsample = parse(c.ds)
+			}
+			if c.groupBy != "" {
+				req.Matchers = []series.Matcher{anyValue(c.groupBy)}
+				req.GroupBy = []string{c.groupBy}
+			}
+			if c.host != "" {
+				req.Matchers = []series.Matcher{literal{"host", c.host}}
+			}
 			req.RateOptions.Counter = true
+			perSeries := int(rowkey.HourMs/benchStepMs + 1)
+			n := benchSeries * perSeries
+			if c.host != "" {
+				n = perSeries
+			}
 			b.ReportAllocs()
-			defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
+			defer reportCPU(b, startCPU(), n)
 			for b.Loop() {
 				res, err := env.eng.Run(ctx, req)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(res) != 4 {
+				if len(res) != c.results {
 					b.Fatalf("%d results", len(res))
 				}
 			}
