@@ -131,6 +131,49 @@ func (s *floatAcc) addBlock(b *chunk.Block, i, j int) {
 	s.v, s.n = v, n
 }
 
+// addPoints adds the values of pts, as add would one by one; the common
+// aggregators in loops of their own.
+func (s *floatAcc) addPoints(pts []chunk.Point) {
+	v, n := s.v, s.n
+	switch s.a.kind {
+	case kSum, kAvg:
+		for i := range pts {
+			if x := pts[i].V.Float(); x == x {
+				v += x
+				n++
+			}
+		}
+	case kCount:
+		for i := range pts {
+			if x := pts[i].V.Float(); x == x {
+				n++
+			}
+		}
+	case kMin:
+		for i := range pts {
+			if x := pts[i].V.Float(); x == x {
+				if n++; n == 1 || x < v {
+					v = x
+				}
+			}
+		}
+	case kMax:
+		for i := range pts {
+			if x := pts[i].V.Float(); x == x {
+				if n++; n == 1 || x > v {
+					v = x
+				}
+			}
+		}
+	default:
+		for i := range pts {
+			s.add(pts[i].V.Float())
+		}
+		return
+	}
+	s.v, s.n = v, n
+}
+
 func (s *floatAcc) result() float64 {
 	if s.a.kind == kCount {
 		return float64(s.n)

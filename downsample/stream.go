@@ -142,6 +142,27 @@ func (d *Downsampler) AddBlock(b *chunk.Block) {
 	}
 }
 
+// AddPoints adds pts, as Add would one by one: the points of a bucket in
+// one loop. Their timestamps must increase.
+func (d *Downsampler) AddPoints(pts []chunk.Point) {
+	for i := 0; i < len(pts); {
+		t := pts[i].T
+		if t <= d.prevT || t < d.bs || t >= d.be || t > d.end {
+			d.add(t, pts[i].V)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(pts) && pts[j].T < d.be && pts[j].T <= d.end {
+			j++
+		}
+		d.acc.addPoints(pts[i:j])
+		d.n += j - i
+		d.prevT = pts[j-1].T
+		i = j
+	}
+}
+
 func (d *Downsampler) add(t int64, v chunk.Value) {
 	if t <= d.prevT {
 		panic("downsample: Downsampler.Add out of order")

@@ -65,6 +65,22 @@ func TestDownsamplerMatchesDownsample(t *testing.T) {
 		if got := d.Finish(); !identical(got, want) {
 			t.Fatalf("case %d by blocks: %s over [%d, %d] in %s, %d points:\ngot  %v\nwant %v", n, text, start, end, loc, len(pts), got, want)
 		}
+		// The same points in runs of a random length (AddPoints), with
+		// single points between them, as the head's points come.
+		d.Reset(nil, spec, start, end, loc)
+		for i := 0; i < len(pts); {
+			j := min(len(pts), i+r.IntN(100))
+			if j == i {
+				d.Add(pts[i].T, pts[i].V)
+				j++
+			} else {
+				d.AddPoints(pts[i:j])
+			}
+			i = j
+		}
+		if got := d.Finish(); !identical(got, want) {
+			t.Fatalf("case %d by runs: %s over [%d, %d] in %s, %d points:\ngot  %v\nwant %v", n, text, start, end, loc, len(pts), got, want)
+		}
 	}
 }
 

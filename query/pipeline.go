@@ -142,6 +142,17 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 			for k := 1; ; k++ {
 				if b, ok := w.pts.run(); ok {
 					w.ds.AddBlock(&b)
+				} else if h, ok := w.pts.headRun(); ok {
+					// In pieces of a decoded block's 64 points, so that
+					// the context is looked at as often as for the
+					// store's (ctxEveryRun).
+					for ; len(h) > 64; h = h[64:] {
+						w.ds.AddPoints(h[:64])
+						if k++; k%ctxEveryRun == 0 && ctx.Err() != nil {
+							return ctx.Err()
+						}
+					}
+					w.ds.AddPoints(h)
 				} else if w.pts.next() {
 					w.ds.Add(w.pts.t, w.pts.v)
 				} else {
