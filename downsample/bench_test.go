@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 )
 
 // A day of 10-second data: 8,640 points.
@@ -102,4 +103,75 @@ func BenchmarkRate8640(b *testing.B) {
 		dst = Rate(dst[:0], src, opts)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPoints), "ns/input-point")
+}
+
+// The streaming Downsampler as the read path feeds it: a day of 10 s
+// points, by runs of 64 (AddPoints, the head's points) and by decoded
+// chunk blocks (AddBlock, the store's; the decoding included), into 1 m
+// buckets (6 points each: /api/query's sum and rate kinds), 1 h buckets
+// (the long kind) and one bucket (0all-max, the topk kind).
+func BenchmarkDownsampler(b *testing.B) {
+	src := benchSeries(1, false, true)[0]
+	start, end := src[0].T, src[len(src)-1].T
+	type cell struct {
+		hour int64
+		data []byte
+	}
+	var cells []cell
+	for i := 0; i < len(src); {
+		hour := src[i].T - src[i].T%chunk.HourMillis
+		j := i
+		for j < len(src) && src[j].T < hour+chunk.HourMillis {
+			j++
+		}
+		enc, err := chunk.Append(nil, hour, src[i:j])
+		if err != nil {
+			b.Fatal(err)
+		}
+		cells = append(cells, cell{hour, enc})
+		i = j
+	}
+	for _, spec := range []string{"1m-avg", "1h-avg", "0all-max"} {
+		s := mustSpec(b, spec)
+		dst := make([]chunk.Point, 0, benchPoints)
+		b.Run(spec+"/points", func(b *testing.B) {
+			var d Downsampler
+			b.ReportAllocs()
+			defer reportCPU(b, cputime.Used(), benchPoints)
+			for b.Loop() {
+				d.Reset(dst[:0], s, start, end, nil)
+				for i := 0; i < len(src); i += 64 {
+					d.AddPoints(src[i:min(i+64, len(src))])
+				}
+				dst = d.Finish()
+			}
+		})
+		b.Run(spec+"/blocks", func(b *testing.B) {
+			var d Downsampler
+			var it chunk.Iterator
+			b.ReportAllocs()
+			defer reportCPU(b, cputime.Used(), benchPoints)
+			for b.Loop() {
+				d.Reset(dst[:0], s, start, end, nil)
+				for _, c := range cells {
+					if err := it.Reset(c.data, c.hour); err != nil {
+						b.Fatal(err)
+					}
+					for ok := it.Next(); ok; ok = it.Next() {
+						blk := it.Block()
+						d.AddBlock(&blk)
+					}
+				}
+				dst = d.Finish()
+			}
+		})
+	}
+}
+
+// reportCPU reports the process's CPU time per point since start beside
+// the wall clock, which on a shared machine counts time spent waiting.
+func reportCPU(b *testing.B, start time.Duration, points int) {
+	if used := cputime.Used(); used > 0 {
+		b.ReportMetric(float64((used-start).Nanoseconds())/float64(b.N*points), "cpu-ns/point")
+	}
 }

@@ -174,6 +174,9 @@ func (d *Downsampler) add(t int64, v chunk.Value) {
 	if d.spec.All {
 		d.seen = true
 		d.acc.add(v.Float())
+		// The range is the one bucket: Add and the runs take the next
+		// points in their fast paths.
+		d.bs, d.be = d.start, satAdd(d.end, 1)
 		return
 	}
 	if !d.started {
