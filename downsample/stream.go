@@ -130,10 +130,13 @@ func (d *Downsampler) AddBlock(b *chunk.Block) {
 			continue
 		}
 		// Points i..j-1 go into the current bucket: a block's timestamps
-		// increase.
-		j := i + 1
-		for j < len(ts) && ts[j] < d.be && ts[j] <= d.end {
-			j++
+		// increase, so when its last does, all of them do.
+		j := len(ts)
+		if last := ts[j-1]; last >= d.be || last > d.end {
+			j = i + 1
+			for j < len(ts) && ts[j] < d.be && ts[j] <= d.end {
+				j++
+			}
 		}
 		d.acc.addBlock(b, i, j)
 		d.n += j - i
@@ -152,9 +155,12 @@ func (d *Downsampler) AddPoints(pts []chunk.Point) {
 			i++
 			continue
 		}
-		j := i + 1
-		for j < len(pts) && pts[j].T < d.be && pts[j].T <= d.end {
-			j++
+		j := len(pts)
+		if last := pts[j-1].T; last >= d.be || last > d.end {
+			j = i + 1
+			for j < len(pts) && pts[j].T < d.be && pts[j].T <= d.end {
+				j++
+			}
 		}
 		d.acc.addPoints(pts[i:j])
 		d.n += j - i
