@@ -80,21 +80,31 @@ func TestDownsamplerLimit(t *testing.T) {
 		start, end := pts[0].T, pts[len(pts)-1].T
 		want := Downsample(nil, pts, spec, start, end, time.UTC)
 		limit := r.Int64N(int64(len(want)) + 2)
-		d.Reset(nil, spec, start, end, time.UTC)
-		d.Limit(limit)
-		for _, p := range pts {
-			d.Add(p.T, p.V)
-		}
-		got := d.Finish()
-		over := d.Over()
-		if wantOver := int64(len(want)) > limit; over != wantOver {
-			t.Fatalf("case %d: %s limit %d of %d: over %v", n, spec, limit, len(want), over)
-		}
-		if int64(len(got)) > limit || !identical(got, want[:len(got)]) {
-			t.Fatalf("case %d: %s limit %d: got %d points, not a prefix of %d", n, spec, limit, len(got), len(want))
-		}
-		if !over && len(got) != len(want) {
-			t.Fatalf("case %d: not over but %d of %d points", n, len(got), len(want))
+		// Point by point, and in runs (AddPoints), which turn buckets
+		// on a path of their own.
+		for _, runs := range []bool{false, true} {
+			d.Reset(nil, spec, start, end, time.UTC)
+			d.Limit(limit)
+			if runs {
+				for i := 0; i < len(pts); i += 16 {
+					d.AddPoints(pts[i:min(i+16, len(pts))])
+				}
+			} else {
+				for _, p := range pts {
+					d.Add(p.T, p.V)
+				}
+			}
+			got := d.Finish()
+			over := d.Over()
+			if wantOver := int64(len(want)) > limit; over != wantOver {
+				t.Fatalf("case %d runs %v: %s limit %d of %d: over %v", n, runs, spec, limit, len(want), over)
+			}
+			if int64(len(got)) > limit || !identical(got, want[:len(got)]) {
+				t.Fatalf("case %d runs %v: %s limit %d: got %d points, not a prefix of %d", n, runs, spec, limit, len(got), len(want))
+			}
+			if !over && len(got) != len(want) {
+				t.Fatalf("case %d runs %v: not over but %d of %d points", n, runs, len(got), len(want))
+			}
 		}
 	}
 }
