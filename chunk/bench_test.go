@@ -22,6 +22,17 @@ var benchData = []struct {
 	{"constant", genConstant()},
 	{"gauge-jitter", genGaugeJitter()},
 	{"gauge-mixed", genGaugeMixed()},
+	{"counter-float", genCounterFloat()},
+}
+
+// genCounterFloat: genCounter's counter as Prometheus sends it, whole
+// numbers held in floats (a decimal chunk of scale 10^0).
+func genCounterFloat() []Point {
+	pts := genCounter()
+	for i, p := range pts {
+		pts[i].V = Float(float64(p.V.Int()))
+	}
+	return pts
 }
 
 // genGaugeJitter: the gauge's random walk sampled every 15 s for one hour
@@ -377,10 +388,11 @@ func reportCPUPerOp(b *testing.B, c cpuClock) {
 
 // BenchmarkDecodeFast measures Decode of the head's frozen blocks
 // (series/head_frozen.go): 32 points of a gauge as AppendFast writes them
-// (Gorilla XOR), each block decoded into a reused slice, 64 blocks in turn
-// as a query's head snapshot reads them.
+// (Gorilla XOR), each block decoded into a reused slice through one
+// Iterator, the blocks in turn, as a query's head snapshot reads them.
 func BenchmarkDecodeFast(b *testing.B) {
-	for _, d := range benchData[:2] {
+	for _, d := range []int{0, 1, 5} { // gauge, counter, counter-float
+		d := benchData[d]
 		b.Run(d.name, func(b *testing.B) {
 			var blocks [][]byte
 			for i := 0; i+32 <= len(d.pts); i += 32 {
@@ -394,10 +406,11 @@ func BenchmarkDecodeFast(b *testing.B) {
 			dst := make([]Point, 0, 32*len(blocks))
 			clk := startCPU()
 			var err error
+			var it Iterator
 			for b.Loop() {
 				dst = dst[:0]
 				for _, c := range blocks {
-					if dst, err = Decode(dst, c, testBase); err != nil {
+					if dst, err = it.Decode(dst, c, testBase); err != nil {
 						b.Fatal(err)
 					}
 				}

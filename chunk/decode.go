@@ -372,6 +372,20 @@ func (s *seqDec) decode(dst []int64, scale float64) bool {
 		s.x, s.d = x, d
 		return true
 	}
+	if w := uint(s.tab[0].w); s.fixed && w <= 56 && s.order == 1 {
+		// The common sequences (a gauge's steps, a counter's increments,
+		// jittered timestamps): one bucket, order 1. s.d is not kept: in
+		// order 1 only the no-bits path reads it, and that path is taken
+		// for every batch of a sequence or for none.
+		var ok bool
+		cv := convOf(scale)
+		if s.zzShift != 0 {
+			s.x, ok = fixedZigzag(dst, &s.r, w, s.x, cv, scale)
+		} else {
+			s.x, ok = fixedOffset(dst, &s.r, w, s.x, s.off, cv, scale)
+		}
+		return ok
+	}
 	sh, mask, off := s.zzShift, s.zzMask, s.off
 	buf, n, b := s.r.buf, s.r.n, s.r.b
 	if w := uint(s.tab[0].w); s.fixed && w <= 56 {
@@ -452,6 +466,148 @@ func (s *seqDec) decode(dst []int64, scale float64) bool {
 	s.r.buf, s.r.n, s.r.b = buf, n, b
 	s.x, s.d = x, d
 	return true
+}
+
+// How a decoded integer m becomes a value: as it is (ints, timestamps), as
+// float64(m) (a decimal of scale 10^0: whole numbers held in floats, such
+// as Prometheus' counters, where dividing by 1 changes nothing), or as
+// float64(m)/10^k.
+const (
+	convNone = iota
+	convFloat
+	convDiv
+)
+
+func convOf(scale float64) int {
+	switch scale {
+	case 0:
+		return convNone
+	case 1:
+		return convFloat
+	}
+	return convDiv
+}
+
+// fixedZigzag decodes len(dst) integers of an order-1 sequence of w-bit
+// zig-zag residuals (one bucket, w in 1..56) from r, continuing from x,
+// converted as cv says; it returns the last integer, and false if the
+// stream ends too soon (r then stands where the short residual starts).
+// It and fixedOffset are seqDec.decode's general loop specialized, in
+// functions of their own, so that the loops' state stays in registers
+// (the general one spills, and holds the mapping and the order in
+// registers too): a refill leaves at least 56 bits, 56/w residuals, which
+// the inner loop takes without checking for bits.
+//
+//go:noinline
+func fixedZigzag(dst []int64, r *bitReader, w uint, x int64, cv int, scale float64) (int64, bool) {
+	w &= 63
+	rs := (64 - w) & 63
+	per := int(56 / w)
+	for len(dst) > 0 {
+		k := min(per, len(dst))
+		if r.n < 56 && len(r.b) >= 8 {
+			r.buf |= binary.BigEndian.Uint64(r.b) >> (r.n & 63)
+			r.b = r.b[(63-r.n)>>3:]
+			r.n |= 56
+		} else if uint(k)*w > r.n {
+			var ok bool
+			if k, ok = r.fields(per, len(dst), w); !ok {
+				return x, false
+			}
+		}
+		buf, blk := r.buf, dst[:k]
+		switch cv {
+		case convDiv:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u>>1) ^ -int64(u&1)
+				blk[j] = int64(math.Float64bits(float64(x) / scale))
+			}
+		case convNone:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u>>1) ^ -int64(u&1)
+				blk[j] = x
+			}
+		default:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u>>1) ^ -int64(u&1)
+				blk[j] = int64(math.Float64bits(float64(x)))
+			}
+		}
+		r.buf = buf
+		r.n -= uint(k) * w
+		dst = dst[k:]
+	}
+	return x, true
+}
+
+// fixedOffset is fixedZigzag for residuals in offset mode: u + off.
+//
+//go:noinline
+func fixedOffset(dst []int64, r *bitReader, w uint, x, off int64, cv int, scale float64) (int64, bool) {
+	w &= 63
+	rs := (64 - w) & 63
+	per := int(56 / w)
+	for len(dst) > 0 {
+		k := min(per, len(dst))
+		if r.n < 56 && len(r.b) >= 8 {
+			r.buf |= binary.BigEndian.Uint64(r.b) >> (r.n & 63)
+			r.b = r.b[(63-r.n)>>3:]
+			r.n |= 56
+		} else if uint(k)*w > r.n {
+			var ok bool
+			if k, ok = r.fields(per, len(dst), w); !ok {
+				return x, false
+			}
+		}
+		buf, blk := r.buf, dst[:k]
+		switch cv {
+		case convDiv:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u) + off
+				blk[j] = int64(math.Float64bits(float64(x) / scale))
+			}
+		case convNone:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u) + off
+				blk[j] = x
+			}
+		default:
+			for j := range blk {
+				u := buf >> rs
+				buf <<= w
+				x += int64(u) + off
+				blk[j] = int64(math.Float64bits(float64(x)))
+			}
+		}
+		r.buf = buf
+		r.n -= uint(k) * w
+		dst = dst[k:]
+	}
+	return x, true
+}
+
+// fields refills r and returns how many w-bit fields, up to per (56/w)
+// and to want, its buffer now holds: per, unless the stream ends sooner.
+// It reports false when not even one is left.
+func (r *bitReader) fields(per, want int, w uint) (int, bool) {
+	if r.n < 56 {
+		r.refill()
+	}
+	k := min(per, want)
+	if uint(k)*w > r.n { // the stream's end: fewer than 56 bits
+		k = int(r.n / w)
+	}
+	return k, k > 0
 }
 
 // Next advances to the next point and reports whether there is one. It
@@ -561,7 +717,15 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 	mixed := it.enc == encMixed
 	var kinds uint64
 	i := 0
-	if first && len(dst) > 0 {
+	if first && len(dst) > 0 && !mixed && r.n == 0 && len(r.b) >= 8 {
+		// The first value is 64 bits as they are: the stream's first
+		// eight bytes.
+		v := binary.BigEndian.Uint64(r.b)
+		r.b = r.b[8:]
+		it.xv = v
+		dst[0] = int64(v)
+		i = 1
+	} else if first && len(dst) > 0 {
 		// The first value is 64 bits as they are.
 		if r.n < 56 {
 			r.refill()
@@ -645,6 +809,13 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 		// masked shifts say so, and spare a check each.
 		sig := uint(64 - lead - trail)
 		var x uint64
+		if sig > n && len(b) >= 8 {
+			// The bits run past the buffer: refill (a two-decimal
+			// gauge's values differ in 40-50 bits, so this is common).
+			buf |= binary.BigEndian.Uint64(b) >> (n & 63)
+			b = b[(63-n)>>3:]
+			n |= 56
+		}
 		if sig <= n {
 			x = buf >> ((64 - sig) & 63)
 			buf <<= sig & 63
@@ -887,10 +1058,14 @@ func (it *Iterator) Decode(dst []Point, b []byte, base int64) ([]Point, error) {
 		dst = grown
 	}
 	for it.fill() {
-		for i := range it.n {
-			dst = append(dst, Point{T: it.tbuf[i], V: Value{bits: uint64(it.vbuf[i]), isInt: it.kinds>>i&1 != 0}})
+		k, kinds := it.n, it.kinds
+		m := len(dst)
+		dst = dst[:m+k] // the capacity is there: fill decodes no more than count
+		out := dst[m:]
+		for i, t := range it.tbuf[:len(out)] {
+			out[i] = Point{T: t, V: Value{bits: uint64(it.vbuf[i]), isInt: kinds>>(uint(i)&63)&1 != 0}}
 		}
-		it.pos = it.n - 1
+		it.pos = k - 1
 	}
 	if it.err != nil {
 		return dst[:n], it.err

@@ -56,7 +56,12 @@
 //
 // An Iterator reads the chunk in place, 64 points at a time into buffers of
 // its own, with 64-bit buffered bit reads and an eight-entry table for the
-// prefix codes; Next and At then only step through the buffers, and Block
+// prefix codes. The common sequences, one bucket and order 1 (a gauge's
+// steps, a counter's increments, jittered timestamps), decode in loops of
+// their own, one per mapping, that take the residuals a refill holds (56/w)
+// without a check for bits each; a decimal of scale 10^0 (whole numbers in
+// floats, Prometheus' counters) is converted without a division. Next and
+// At then only step through the buffers, and Block
 // hands out the rest of a buffered batch as slices, for a caller that loops
 // over points without a call per point. First reads a chunk's first
 // timestamp from its header, decoding nothing. It allocates nothing, per
