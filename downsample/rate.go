@@ -40,6 +40,9 @@ type RateOptions struct {
 // Rates are always floats. A point whose timestamp is not after the
 // previous one's yields nothing and does not become the base (OpenTSDB
 // throws there instead).
+//
+// dst may be src[:0]: the rate of a point is written below its index,
+// over a point already read.
 func Rate(dst, src []chunk.Point, opts RateOptions) []chunk.Point {
 	if len(src) == 0 {
 		return dst

@@ -102,6 +102,11 @@ func TestRate(t *testing.T) {
 			if s := fmtPoints(got); s != tt.want {
 				t.Errorf("got  %s\nwant %s", s, tt.want)
 			}
+			// In place, over the source's own array.
+			src := append([]chunk.Point(nil), tt.src...)
+			if s := fmtPoints(Rate(src[:0], src, tt.opts)); s != tt.want {
+				t.Errorf("in place: got  %s\nwant %s", s, tt.want)
+			}
 		})
 	}
 }

@@ -220,8 +220,10 @@ func (e *Engine) Process(ctx context.Context, req Request, ss []Series) ([]Resul
 			pts = downsample.Downsample(nil, pts, *req.Downsample, sel.Start, req.End, loc)
 		}
 		if req.Rate && len(pts) > 1 {
-			// A rate per point but the first: sized once, not grown.
-			pts = downsample.Rate(make([]chunk.Point, 0, len(pts)-1), pts, req.RateOptions)
+			// In place: the series' points are the request's own
+			// (read, downsampled or made from rollups for it), and
+			// each rate is written over a point already read.
+			pts = downsample.Rate(pts[:0], pts, req.RateOptions)
 		} else if req.Rate {
 			pts = nil
 		}
