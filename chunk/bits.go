@@ -64,11 +64,25 @@ type bitReader struct {
 	buf uint64
 	n   uint // valid bits at the top of buf, 0..63
 	end int  // offset in the chunk just past the stream, for error offsets
+
+	// p counts the bytes of b that fixedZigzag and fixedOffset loaded and
+	// have not cut off yet (cut), 0 outside them: an int stored into *r
+	// at each refill, where storing the slice cost a write barrier while
+	// the garbage collector marks (a tenth of fixedZigzag's time in the
+	// server's profile).
+	p int
+}
+
+// cut drops the p bytes of b already loaded.
+func (r *bitReader) cut() {
+	if r.p != 0 {
+		r.b, r.p = r.b[r.p:], 0
+	}
 }
 
 // reset starts reading b, which ends at byte offset end of the chunk.
 func (r *bitReader) reset(b []byte, end int) {
-	r.b, r.buf, r.n, r.end = b, 0, 0, end
+	r.b, r.buf, r.n, r.end, r.p = b, 0, 0, end, 0
 }
 
 // refill tops buf up to at least 56 valid bits, or to every remaining bit

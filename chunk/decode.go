@@ -505,9 +505,9 @@ func fixedZigzag(dst []int64, r *bitReader, w uint, x int64, cv int, scale float
 	per := int(56 / w)
 	for len(dst) > 0 {
 		k := min(per, len(dst))
-		if r.n < 56 && len(r.b) >= 8 {
-			r.buf |= binary.BigEndian.Uint64(r.b) >> (r.n & 63)
-			r.b = r.b[(63-r.n)>>3:]
+		if r.n < 56 && len(r.b)-r.p >= 8 {
+			r.buf |= binary.BigEndian.Uint64(r.b[r.p:]) >> (r.n & 63)
+			r.p += int((63 - r.n) >> 3)
 			r.n |= 56
 		} else if uint(k)*w > r.n {
 			var ok bool
@@ -543,6 +543,7 @@ func fixedZigzag(dst []int64, r *bitReader, w uint, x int64, cv int, scale float
 		r.n -= uint(k) * w
 		dst = dst[k:]
 	}
+	r.cut()
 	return x, true
 }
 
@@ -555,9 +556,9 @@ func fixedOffset(dst []int64, r *bitReader, w uint, x, off int64, cv int, scale 
 	per := int(56 / w)
 	for len(dst) > 0 {
 		k := min(per, len(dst))
-		if r.n < 56 && len(r.b) >= 8 {
-			r.buf |= binary.BigEndian.Uint64(r.b) >> (r.n & 63)
-			r.b = r.b[(63-r.n)>>3:]
+		if r.n < 56 && len(r.b)-r.p >= 8 {
+			r.buf |= binary.BigEndian.Uint64(r.b[r.p:]) >> (r.n & 63)
+			r.p += int((63 - r.n) >> 3)
 			r.n |= 56
 		} else if uint(k)*w > r.n {
 			var ok bool
@@ -593,13 +594,15 @@ func fixedOffset(dst []int64, r *bitReader, w uint, x, off int64, cv int, scale 
 		r.n -= uint(k) * w
 		dst = dst[k:]
 	}
+	r.cut()
 	return x, true
 }
 
-// fields refills r and returns how many w-bit fields, up to per (56/w)
+// fields cuts r.b (see cut), refills r and returns how many w-bit fields, up to per (56/w)
 // and to want, its buffer now holds: per, unless the stream ends sooner.
 // It reports false when not even one is left.
 func (r *bitReader) fields(per, want int, w uint) (int, bool) {
+	r.cut()
 	if r.n < 56 {
 		r.refill()
 	}
@@ -717,11 +720,18 @@ func (it *Iterator) decodeXOR(dst []int64, first bool) bool {
 	mixed := it.enc == encMixed
 	var kinds uint64
 	i := 0
-	if first && len(dst) > 0 && !mixed && r.n == 0 && len(r.b) >= 8 {
+	if first && len(dst) > 0 && r.n == 0 && len(r.b) >= 9 {
 		// The first value is 64 bits as they are: the stream's first
-		// eight bytes.
-		v := binary.BigEndian.Uint64(r.b)
-		r.b = r.b[8:]
+		// eight bytes, or in a mixed chunk the 64 bits after its kind
+		// bit, whose byte's other 7 bits stay in buf.
+		b := r.b
+		v := binary.BigEndian.Uint64(b)
+		r.b = b[8:]
+		if mixed {
+			kinds = uint64(b[0] >> 7)
+			v = v<<1 | uint64(b[8]>>7)
+			r.buf, r.n, r.b = uint64(b[8])<<57, 7, b[9:]
+		}
 		it.xv = v
 		dst[0] = int64(v)
 		i = 1
