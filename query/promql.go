@@ -113,9 +113,13 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
+	// The series in one allocation, their labels built by one builder.
 	out := make([]*promSeries, len(entries))
+	all := make([]promSeries, len(entries))
+	var lb labels.ScratchBuilder
 	for i, en := range entries {
-		out[i] = &promSeries{lbls: promLabels(en.Labels), entry: en}
+		all[i] = promSeries{lbls: appendPromLabels(&lb, en.Labels), entry: en}
+		out[i] = &all[i]
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].lbls, out[j].lbls) < 0 })
 	if hints != nil && hints.Limit > 0 && len(out) > hints.Limit {
@@ -348,6 +352,12 @@ func (p promMatcher) Literals() ([]string, bool) {
 // called __name__ (possible over OpenTSDB) yields to the metric.
 func promLabels(l series.Labels) labels.Labels {
 	b := labels.NewScratchBuilder(l.NumTags() + 1)
+	return appendPromLabels(&b, l)
+}
+
+// appendPromLabels is promLabels through b, which it resets first.
+func appendPromLabels(b *labels.ScratchBuilder, l series.Labels) labels.Labels {
+	b.Reset()
 	b.Add(labels.MetricName, l.Metric())
 	l.Range(func(k, v string) bool {
 		if k != labels.MetricName {
