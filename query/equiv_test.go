@@ -588,3 +588,78 @@ func TestRawPointsMatchesMaterialisingRead(t *testing.T) {
 	}
 	t.Logf("%d head runs, %d before a store point", headRuns, headBefore)
 }
+
+// TestScanBucketRangeMatchesRows: a salt bucket read through the metric's
+// key range (what a read of most of the metric's series takes) finds the
+// same cells for the series asked for as a read of their exact rows.
+func TestScanBucketRangeMatchesRows(t *testing.T) {
+	ctx := context.Background()
+	compared := 0
+	for seed := range uint64(3) {
+		env := openEquiv(t, seed)
+		r := rand.New(rand.NewPCG(seed, 13))
+		for n := range 30 {
+			start, end := env.randomRange(r)
+			var entries []*series.Entry
+			for _, en := range env.entries {
+				if r.IntN(3) > 0 {
+					entries = append(entries, en)
+				}
+			}
+			buckets := map[byte][]int{}
+			for i, en := range entries {
+				buckets[en.Salt] = append(buckets[en.Salt], i)
+			}
+			read := func(salt byte, idx []int, counts map[string]*[256]int32) ([]seriesCells, int64) {
+				scs := make([]seriesCells, len(entries))
+				var mem arena
+				cs := &rangeCounter{Store: env.st}
+				eng := *env.eng
+				eng.st = cs
+				k, err := eng.scanBucket(ctx, salt, entries, idx, scs, start, end, &mem, counts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := len(idx) * int((rowkey.HourOf(end)-rowkey.HourOf(start))/rowkey.HourMs+1); counts != nil && cs.ranges != 1 || counts == nil && cs.ranges != want {
+					t.Fatalf("%d key ranges scanned, want %d", cs.ranges, want)
+				}
+				mem.place(scs, false)
+				return scs, k
+			}
+			whole := map[string]*[256]int32{string(entries[0].TSUID[:env.layout.MetricWidth]): new([256]int32)}
+			for salt, idx := range buckets {
+				rows, kRows := read(salt, idx, nil)
+				rng, kRange := read(salt, idx, whole)
+				if kRows != kRange {
+					t.Fatalf("seed %d case %d bucket %d: %d points by rows, %d by range", seed, n, salt, kRows, kRange)
+				}
+				for _, i := range idx {
+					a, b := rows[i].cells, rng[i].cells
+					same := len(a) == len(b) && rows[i].n == rng[i].n
+					for j := 0; same && j < len(a); j++ {
+						same = a[j].hour == b[j].hour && a[j].first == b[j].first && string(a[j].data) == string(b[j].data)
+					}
+					if !same {
+						t.Fatalf("seed %d case %d %s: %d cells (%d points) by rows, %d (%d) by range", seed, n, entries[i].Labels, len(a), rows[i].n, len(b), rng[i].n)
+					}
+					compared += len(a)
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no cells compared")
+	}
+	t.Logf("%d cells compared", compared)
+}
+
+// rangeCounter counts the key ranges its store is asked to scan.
+type rangeCounter struct {
+	store.Store
+	ranges int
+}
+
+func (c *rangeCounter) Scan(ctx context.Context, t store.Table, ranges []store.KeyRange, fn func(store.Cell) bool) error {
+	c.ranges += len(ranges)
+	return c.Store.Scan(ctx, t, ranges, fn)
+}

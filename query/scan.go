@@ -201,6 +201,7 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 	for i, en := range entries {
 		buckets[en.Salt] = append(buckets[en.Salt], i)
 	}
+	metricSeries := e.metricSeries(entries)
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0)*2)
@@ -213,7 +214,7 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		go func(salt byte, idx []int) {
 			defer func() { <-sem; wg.Done() }()
 			mem := arenas.Get().(*arena)
-			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, mem)
+			n, err := e.scanBucket(ctx, salt, entries, idx, scs, start, end, mem, metricSeries)
 			mem.place(scs, consume != nil || keep != nil)
 			mu.Lock()
 			total += n
@@ -279,10 +280,41 @@ func corruptSeries(en *series.Entry, err error) error {
 	return fmt.Errorf("query: corrupt cell of series %x: %w", en.TSUID, err)
 }
 
+// wholeMin is the number of a metric's series from which a read of most of
+// them (metricSeries) scans the metric's rows rather than seeking each.
+const wholeMin = 64
+
+// metricSeries returns, when entries are wholeMin series or more, the
+// number of series in each salt bucket of each metric of entries (by
+// metric UID), from the index; nil otherwise.
+func (e *Engine) metricSeries(entries []*series.Entry) map[string]*[256]int32 {
+	if len(entries) < wholeMin {
+		return nil
+	}
+	mw := e.layout.MetricWidth
+	out := map[string]*[256]int32{}
+	for _, en := range entries {
+		m := string(en.TSUID[:mw])
+		if out[m] != nil {
+			continue
+		}
+		n := new([256]int32)
+		out[m] = n
+		e.index.All(en.Labels.Metric(), func(x *series.Entry) bool {
+			if len(x.TSUID) >= mw && string(x.TSUID[:mw]) == m {
+				n[x.Salt]++
+			}
+			return true
+		})
+	}
+	return out
+}
+
 // scanBucket reads the rows of one salt bucket for the series idx of
 // entries into scs, keeping each cell's bytes in mem, and returns the number of
-// points in [start, end] they hold.
-func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, scs []seriesCells, start, end int64, mem *arena) (int64, error) {
+// points in [start, end] they hold. metricSeries (may be nil) is what
+// Engine.metricSeries returned.
+func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.Entry, idx []int, scs []seriesCells, start, end int64, mem *arena, metricSeries map[string]*[256]int32) (int64, error) {
 	l := e.layout
 	mw := l.MetricWidth
 	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
@@ -300,8 +332,12 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 	hours := (h1-h0)/rowkey.HourMs + 1
 	for m, ids := range metrics {
 		// Exact rows when they are few; one range per metric otherwise,
-		// filtering rows of series not asked for as they pass.
-		if int64(len(ids))*hours <= 4096 {
+		// filtering rows of series not asked for as they pass. A read of
+		// at least half of the metric's series in the bucket takes the
+		// range too: the rows it passes over are at most as many as it
+		// wants, and a seek per row costs more than a step.
+		most := metricSeries[m] != nil && 2*len(ids) >= int(metricSeries[m][salt])
+		if int64(len(ids))*hours <= 4096 && !most {
 			sort.Slice(ids, func(a, b int) bool { return string(entries[ids[a]].TSUID) < string(entries[ids[b]].TSUID) })
 			// Every key and its end (the key and a zero byte, as
 			// store.RowRange makes it) in one allocation.
