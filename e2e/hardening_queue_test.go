@@ -56,9 +56,10 @@ func rawRead(s *server) (int, http.Header, []byte, error) {
 // TestHardeningQueryQueue: with -query-max-concurrent 1 and a slow query
 // running, other queries of both dialects (and a remote read) wait
 // -query-queue-timeout and get
-// 503 with a Retry-After, counted (issue 11 item 3).
+// 503 with a Retry-After, counted (issue 11 item 3). The light lane is off:
+// the small queries below would take its slots (TestLightLane).
 func TestHardeningQueryQueue(t *testing.T) {
-	s := start(t, t.TempDir(), "-query-max-concurrent", "1", "-query-queue-timeout", "200ms")
+	s := start(t, t.TempDir(), "-query-max-concurrent", "1", "-query-queue-timeout", "200ms", "-query-light-max-concurrent", "0")
 	now := worstBase()
 	otsPutOK(t, s, otsArr(otsDP("q.metric", now+10, "1", "host", "a")))
 	prom := "/api/v1/query?" + url.Values{"query": {"q_metric"}}.Encode()

@@ -25,7 +25,7 @@ func TestAdmit(t *testing.T) {
 	if !errors.As(err, &qe) || qe.Limit != 1 || qe.Waited < 50*time.Millisecond {
 		t.Fatalf("second query: %v, want a QueueError after 50ms", err)
 	}
-	if got := testutil.ToFloat64(e.admit.timeouts); got != 1 {
+	if got := testutil.ToFloat64(e.admit.heavy.timeouts); got != 1 {
 		t.Fatalf("timeouts %v", got)
 	}
 	done := make(chan error, 1)
@@ -48,7 +48,7 @@ func TestAdmit(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting query got no slot")
 	}
-	if w, r := testutil.ToFloat64(e.admit.waiting), testutil.ToFloat64(e.admit.running); w != 0 || r != 0 {
+	if w, r := testutil.ToFloat64(e.admit.heavy.waiting), testutil.ToFloat64(e.admit.heavy.running); w != 0 || r != 0 {
 		t.Fatalf("waiting %v running %v after all ended", w, r)
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -93,6 +93,9 @@ type Querier interface {
 	CountTimeout()
 	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
 	Admit(ctx context.Context) (func(), error)
+	// AdmitRequests is Admit for planned sub-queries: light ones take a
+	// slot of -query-light-max-concurrent (query/lane.go).
+	AdmitRequests(ctx context.Context, plan func() ([]query.Request, bool)) (func(), error)
 }
 
 // UIDs resolves and assigns the names' UIDs (uid.Table).

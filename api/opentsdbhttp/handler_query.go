@@ -104,7 +104,7 @@ func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	loc, _ := req.Location(time.UTC)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
-	release, err := s.engine.Admit(ctx)
+	release, err := s.admitQuery(ctx, req, start, end, loc)
 	if err != nil {
 		fail(err)
 		return

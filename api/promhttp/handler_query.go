@@ -246,12 +246,6 @@ func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int, 
 		return
 	}
 	defer cancel()
-	release, err := p.querier.Admit(ctx)
-	if err != nil {
-		p.queueError(w, err)
-		return
-	}
-	defer release()
 	opts, err := p.queryOpts(r)
 	if err != nil {
 		p.respondError(w, prom.ErrorBadData, err.Error())
@@ -268,6 +262,13 @@ func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int, 
 		return
 	}
 	defer qry.Close()
+	// Parsed, nothing read yet: a light query takes a light slot.
+	release, err := p.querier.AdmitPromQL(ctx, qry.Statement())
+	if err != nil {
+		p.queueError(w, err)
+		return
+	}
+	defer release()
 	p.runQuery(ctx, w, qry, qs, limit)
 }
 

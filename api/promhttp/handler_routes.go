@@ -31,6 +31,9 @@ type Querier interface {
 	CountSamplesLimit()
 	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
 	Admit(ctx context.Context) (func(), error)
+	// AdmitPromQL is Admit for a parsed query: a light one takes a slot
+	// of -query-light-max-concurrent (query/lane.go).
+	AdmitPromQL(ctx context.Context, st parser.Statement) (func(), error)
 	// RewriteForRollups rewrites a query for max_source_resolution
 	// (handler_rollup.go).
 	RewriteForRollups(expr parser.Expr, res, step int64) parser.Expr

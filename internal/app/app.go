@@ -92,7 +92,9 @@ type Config struct {
 
 	Ingest ingest.Limits
 	Query  query.Limits
-	API    api.Config
+	// QueryLanes is the light lane of the query slots (query/lane.go).
+	QueryLanes query.Lanes
+	API        api.Config
 
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
@@ -143,6 +145,7 @@ func DefaultConfig() Config {
 		SeriesLimits:      series.DefaultSeriesLimits(),
 		Ingest:            ingest.DefaultLimits(),
 		Query:             query.Limits{MaxOutputPoints: query.DefaultMaxOutputPoints, MaxConcurrent: query.DefaultMaxConcurrent, QueueTimeout: query.DefaultQueueTimeout},
+		QueryLanes:        query.DefaultLanes(),
 		ShutdownTimeout:   30 * time.Second,
 		API:               api.DefaultConfig(),
 	}
@@ -272,6 +275,7 @@ func serve(ctx context.Context, cfg Config, st store.Store, log *slog.Logger, re
 		head = node
 	}
 	engine := query.NewEngine(head, index, st, layout, cfg.Query)
+	engine.SetLanes(cfg.QueryLanes)
 	engine.RegisterMetrics(reg)
 	if ivs := rollupIntervalsMs(cfg.Rollup); len(ivs) > 0 {
 		// Downsampled queries read the rollups where exact (query/rollup.go).
