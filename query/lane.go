@@ -205,21 +205,9 @@ var errNotLight = errors.New("not light")
 // promEntries is what promQuerier.selectEntries selects for ms, without
 // its limit; ok is false past lightMaxCells series.
 func (e *Engine) promEntries(ms []*labels.Matcher, start, end int64) ([]*series.Entry, bool) {
-	var nameMs []*labels.Matcher
-	var tagMs []series.Matcher
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			nameMs = append(nameMs, m)
-		} else {
-			tagMs = append(tagMs, promMatcher{m})
-		}
-	}
-	var out []*series.Entry
-	for _, metric := range metricsFor(e.index, nameMs) {
-		out = append(out, e.index.Select(metric, tagMs, false, start, end)...)
-		if len(out) > lightMaxCells {
-			return nil, false
-		}
+	out, over := e.promSelect(ms, start, end, lightMaxCells)
+	if over {
+		return nil, false
 	}
 	return out, true
 }

@@ -246,23 +246,7 @@ func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*
 	if len(ms) == 0 || end < start {
 		return nil, nil
 	}
-	var nameMs []*labels.Matcher
-	var tagMs []series.Matcher
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			nameMs = append(nameMs, m)
-		} else {
-			tagMs = append(tagMs, promMatcher{m})
-		}
-	}
-	ix := q.e.index
-	var out []*series.Entry
-	for _, metric := range metricsFor(ix, nameMs) {
-		out = append(out, ix.Select(metric, tagMs, false, start, end)...)
-		if q.lim.MaxSeries > 0 && len(out) > q.lim.MaxSeries {
-			break
-		}
-	}
+	out, _ := q.e.promSelect(ms, start, end, q.lim.MaxSeries)
 	if q.lim.MaxSeries > 0 {
 		q.mu.Lock()
 		q.series += len(out)
@@ -273,6 +257,29 @@ func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*
 		}
 	}
 	return out, nil
+}
+
+// promSelect resolves PromQL matchers to the index's entries with data on a
+// day of [start, end]: the __name__ matchers pick the metrics, the others
+// filter their series. With limit > 0 it stops once more than limit are
+// found and reports over.
+func (e *Engine) promSelect(ms []*labels.Matcher, start, end int64, limit int) (out []*series.Entry, over bool) {
+	var nameMs []*labels.Matcher
+	var tagMs []series.Matcher
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		} else {
+			tagMs = append(tagMs, promMatcher{m})
+		}
+	}
+	for _, metric := range metricsFor(e.index, nameMs) {
+		out = append(out, e.index.Select(metric, tagMs, false, start, end)...)
+		if limit > 0 && len(out) > limit {
+			return out, true
+		}
+	}
+	return out, false
 }
 
 // metricsFor returns the metrics whose names satisfy every __name__ matcher.
