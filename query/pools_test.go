@@ -88,7 +88,10 @@ func TestRefBufClasses(t *testing.T) {
 }
 
 // TestRefScratchDropped: a scan-order scratch grown for a large bucket is
-// not pooled again after a much smaller bucket used it.
+// not pooled again after a much smaller bucket used it. place and forget
+// give the scratch to the process-wide pool: each phase uses a scratch of
+// its own, given back once, so no scratch is in the pool twice (one that
+// was would be handed to two scans at once, a race in a later test).
 func TestRefScratchDropped(t *testing.T) {
 	s := &refScratch{}
 	scs := make([]seriesCells, 1)
@@ -100,6 +103,8 @@ func TestRefScratchDropped(t *testing.T) {
 	if cap(s.refs) < 20000 {
 		t.Fatalf("a scratch used for 20,000 cells kept %d", cap(s.refs))
 	}
+	// A scratch as large, used for 10 cells.
+	s = &refScratch{refs: make([]cellRef, 0, 20000), owner: make([]int32, 0, 20000)}
 	scs = make([]seriesCells, 1)
 	a = &arena{scratch: s, refs: s.refs, owner: s.owner}
 	for k := range 10 {
@@ -110,6 +115,7 @@ func TestRefScratchDropped(t *testing.T) {
 		t.Fatalf("a scratch of %d used for 10 cells was kept", cap(s.refs))
 	}
 	// A small one stays.
+	s = &refScratch{}
 	a = &arena{scratch: s}
 	for k := range 100 {
 		a.add(scs, 0, cellRef{first: int64(k)})
