@@ -165,29 +165,27 @@ type literalMatcher interface {
 // that had data on a day that overlaps [startMs, endMs]. With explicitTags,
 // only series whose tag keys are exactly the matchers' keys qualify.
 func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, startMs, endMs int64) []*Entry {
+	out, _, _ := ix.SelectBounded(metric, matchers, explicitTags, startMs, endMs, -1, -1)
+	return out
+}
+
+// SelectBounded is Select that looks at no more than maxVisit series and
+// selects no more than maxOut (either < 0: no bound). The series it would
+// look at are the metric's, or the postings of the literal matcher that
+// names the fewest; when they are more than maxVisit it looks at none and
+// returns ok false, having counted them from the index's lists. Once more
+// than maxOut are selected it stops and returns ok false. visited is how
+// many it looked at.
+func (ix *Index) SelectBounded(metric string, matchers []Matcher, explicitTags bool, startMs, endMs int64, maxVisit, maxOut int) ([]*Entry, int, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	mi := ix.metrics[metric]
 	if mi == nil {
-		return nil
+		return nil, 0, true
 	}
-	candidates := mi.series
-	for _, m := range matchers {
-		lm, ok := m.(literalMatcher)
-		if !ok {
-			continue
-		}
-		vals, ok := lm.Literals()
-		if !ok {
-			continue
-		}
-		var union []*Entry
-		for _, v := range vals {
-			union = append(union, mi.postings[Tag{Key: m.Key(), Value: v}]...)
-		}
-		if len(union) < len(candidates) {
-			candidates = union
-		}
+	candidates, ok := mi.candidates(matchers, maxVisit)
+	if !ok {
+		return nil, 0, false
 	}
 	var keys map[string]bool
 	if explicitTags {
@@ -199,7 +197,7 @@ func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, st
 	first, last := dayOf(startMs), dayOf(endMs)
 	var out []*Entry
 	seen := map[*Entry]bool{}
-	for _, e := range candidates {
+	for i, e := range candidates {
 		if seen[e] || !e.HasDays(first, last) || !matchAll(e.Labels, matchers) {
 			continue
 		}
@@ -208,8 +206,48 @@ func (ix *Index) Select(metric string, matchers []Matcher, explicitTags bool, st
 		}
 		seen[e] = true
 		out = append(out, e)
+		if maxOut >= 0 && len(out) > maxOut {
+			return out, i + 1, false
+		}
 	}
-	return out
+	return out, len(candidates), true
+}
+
+// candidates returns the series a selection by matchers looks at: the
+// union of the postings of the literal matcher that names the fewest, else
+// every series of the metric. Past maxVisit (≥ 0) it returns ok false
+// without building the union.
+func (mi *metricIndex) candidates(matchers []Matcher, maxVisit int) ([]*Entry, bool) {
+	best, bestN := -1, len(mi.series)
+	var bestVals []string
+	for i, m := range matchers {
+		lm, ok := m.(literalMatcher)
+		if !ok {
+			continue
+		}
+		vals, ok := lm.Literals()
+		if !ok {
+			continue
+		}
+		n := 0
+		for _, v := range vals {
+			n += len(mi.postings[Tag{Key: m.Key(), Value: v}])
+		}
+		if n < bestN {
+			best, bestN, bestVals = i, n, vals
+		}
+	}
+	if maxVisit >= 0 && bestN > maxVisit {
+		return nil, false
+	}
+	if best < 0 {
+		return mi.series, true
+	}
+	union := make([]*Entry, 0, bestN)
+	for _, v := range bestVals {
+		union = append(union, mi.postings[Tag{Key: matchers[best].Key(), Value: v}]...)
+	}
+	return union, true
 }
 
 func matchAll(l Labels, matchers []Matcher) bool {
