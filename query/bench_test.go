@@ -44,6 +44,8 @@ type benchEnv struct {
 	head       *series.DB
 	st         *pebble.Store
 	eng        *query.Engine
+	idx        *series.Index
+	layout     rowkey.Layout
 	start, end int64
 	points     int
 	inRange    int // points in [start, end], which every benchmark reads
@@ -151,7 +153,7 @@ func buildBench(dir string, nSeries, steps int) (*benchEnv, error) {
 	end := last - last%rowkey.HourMs
 	start := end - 24*rowkey.HourMs
 	perSeries := (end-max(start, benchT0))/benchStepMs + 1
-	return &benchEnv{head: h, st: st, eng: query.NewEngine(h.Head, idx, st, layout, query.Limits{}), start: start, end: end,
+	return &benchEnv{head: h, st: st, eng: query.NewEngine(h.Head, idx, st, layout, query.Limits{}), idx: idx, layout: layout, start: start, end: end,
 		points: nSeries * steps, inRange: nSeries * int(perSeries)}, nil
 }
 

@@ -2,8 +2,10 @@ package query
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -28,11 +30,18 @@ import (
 // points of its series, which are in memory already; LightMaxConcurrent
 // such queries run at once at most.
 //
-// The check reads at most lightMaxCells cells' headers; a query over more
-// series × hours than that is heavy without reading any. Its series are
-// selected once more when it runs: a series created in between is read
-// too, and is the only way a light query reads more than it was admitted
-// for.
+// The check reads at most lightMaxCells cells' headers, and looks at
+// most lightMaxVisit series up in the index: a query over more series ×
+// hours, or whose selection would look at more series (a regular
+// expression over a metric of many series, a selector that names no
+// metric), is heavy without reading or selecting any more, so the work
+// done before the queue is bounded. What a light query's check selected
+// is what it reads: PromQL's Selects take it from the query's context
+// (promSelections), OpenTSDB's sub-queries come back planned with their
+// series (AdmitRequests), so a query selects and plans once. A series
+// created between the check and the read is not read; the head's new
+// points of the selected series are. A heavy query is handed nothing and
+// selects when it runs, as without a light lane.
 
 // Lanes configure the light lane.
 type Lanes struct {
@@ -53,28 +62,47 @@ func DefaultLanes() Lanes { return Lanes{LightMaxConcurrent: 4, LightMaxPoints: 
 // the cell headers one check reads.
 const lightMaxCells = 256
 
+// lightMaxVisit bounds the series one check looks at in the index (and the
+// metrics a selector's __name__ names): past it the query is heavy.
+const lightMaxVisit = 4 * lightMaxCells
+
 // SetLanes configures the light lane. Call it once, before RegisterMetrics
 // and before the engine is used.
 func (e *Engine) SetLanes(ln Lanes) { e.admit = newLanes(e.limits, ln) }
 
 // AdmitPromQL is Admit for a PromQL query whose statement is st: a light
 // query (see above) takes a light slot; any other, a subquery or an @
-// modifier among them, takes a heavy one.
-func (e *Engine) AdmitPromQL(ctx context.Context, st parser.Statement) (release func(), err error) {
-	return e.admit.take(ctx, e.admit.lightOn() && e.promLight(ctx, st))
+// modifier among them, takes a heavy one. The query runs in the context
+// it returns: a light query's carries the series its check selected, for
+// its Selects (promSelections), until release.
+func (e *Engine) AdmitPromQL(ctx context.Context, st parser.Statement) (qctx context.Context, release func(), err error) {
+	var sel *promSelections
+	if e.admit.lightOn() {
+		sel = e.newLightCheck().prom(ctx, st)
+	}
+	rel, err := e.admit.take(ctx, sel != nil)
+	if err != nil || sel == nil {
+		return ctx, rel, err
+	}
+	return withPromSelections(ctx, sel), func() { sel.drop(); rel() }, nil
 }
 
-// AdmitRequests is Admit for an OpenTSDB query whose sub-queries plan
-// returns (ok false: take a heavy slot); plan is called only when the
-// light lane is on.
-func (e *Engine) AdmitRequests(ctx context.Context, plan func() ([]Request, bool)) (release func(), err error) {
+// AdmitRequests is Admit for an OpenTSDB query of n sub-queries, plan
+// planning the i-th (ok false: the query takes a heavy slot); plan is
+// called only when the light lane is on, and stops at the first sub-query
+// that makes the query heavy. A light query's sub-queries come back
+// planned, each with the series its check selected (Request.Entries), to
+// run as they are; a heavy query's come back nil, to be planned when it
+// runs.
+func (e *Engine) AdmitRequests(ctx context.Context, n int, plan func(i int) (Request, bool)) (reqs []Request, release func(), err error) {
 	light := false
 	if e.admit.lightOn() {
-		if reqs, ok := plan(); ok {
-			light = e.requestsLight(ctx, reqs)
-		}
+		reqs, light = e.newLightCheck().requests(ctx, n, plan)
 	}
-	return e.admit.take(ctx, light)
+	if release, err = e.admit.take(ctx, light); err != nil || !light {
+		return nil, release, err
+	}
+	return reqs, release, nil
 }
 
 // lightCheck adds up what a query's selectors read and produce.
@@ -83,6 +111,7 @@ type lightCheck struct {
 	max            int64
 	cells          int64
 	points, output int64
+	visited        int // series (and metrics) looked at in the index
 }
 
 func (e *Engine) newLightCheck() *lightCheck { return &lightCheck{e: e, max: e.admit.lightMax} }
@@ -153,26 +182,58 @@ func (e *Engine) countPoints(ctx context.Context, entries []*series.Entry, start
 	return n, ok && err == nil
 }
 
-// promLight reports whether the PromQL statement st is light.
-func (e *Engine) promLight(ctx context.Context, st parser.Statement) bool {
+// selectSeries is series.Index.Select within the check's bounds: ok is
+// false when it would look at more series than the check has left, or
+// selects more than maxOut, and it stops as soon as it knows.
+func (c *lightCheck) selectSeries(metric string, ms []series.Matcher, explicitTags bool, start, end int64, maxOut int) ([]*series.Entry, bool) {
+	out, visited, ok := c.e.index.SelectBounded(metric, ms, explicitTags, start, end, lightMaxVisit-c.visited, maxOut)
+	c.visited += visited
+	return out, ok
+}
+
+// seriesLeft is how many series over [start, end] the check's cells have
+// room for: a selection of more makes the query heavy.
+func (c *lightCheck) seriesLeft(start, end int64) int {
+	hours := (rowkey.HourOf(end)-rowkey.HourOf(start))/rowkey.HourMs + 1
+	return int(max(lightMaxCells-c.cells, 0) / max(hours, 1))
+}
+
+// promSelect is what promQuerier.selectEntries selects for ms, without
+// its limit and within the check's bounds: ok is false past them, or when
+// the __name__ matchers name no metric (every metric would be looked at).
+func (c *lightCheck) promSelect(ms []*labels.Matcher, start, end int64) ([]*series.Entry, bool) {
+	nameMs, tagMs := splitPromMatchers(ms)
+	metrics, ok := metricsFor(c.e.index, nameMs, false)
+	if !ok || len(metrics) > lightMaxVisit-c.visited {
+		return nil, false
+	}
+	left := c.seriesLeft(start, end)
+	var out []*series.Entry
+	for _, m := range metrics {
+		c.visited++
+		es, ok := c.selectSeries(m, tagMs, false, start, end, left-len(out))
+		if !ok {
+			return nil, false
+		}
+		out = append(out, es...)
+	}
+	return out, true
+}
+
+// prom returns what the PromQL statement st's selectors select when st is
+// light, nil when it is not.
+func (c *lightCheck) prom(ctx context.Context, st parser.Statement) *promSelections {
 	es, ok := st.(*parser.EvalStmt)
 	if !ok {
-		return false
+		return nil
 	}
 	steps := int64(1)
 	if es.Interval > 0 {
 		steps = int64(es.End.Sub(es.Start)/es.Interval) + 1
 	}
-	lookback := es.LookbackDelta
-	if lookback <= 0 {
-		lookback = 5 * time.Minute
-	}
-	c := e.newLightCheck()
+	sel := &promSelections{byKey: map[string][]*series.Entry{}}
 	light := true
 	parser.Inspect(es.Expr, func(node parser.Node, path []parser.Node) error {
-		if !light {
-			return errNotLight
-		}
 		switch n := node.(type) {
 		case *parser.SubqueryExpr:
 			light = false
@@ -181,57 +242,152 @@ func (e *Engine) promLight(ctx context.Context, st parser.Statement) bool {
 				light = false
 				break
 			}
-			rng := lookback
+			var rng time.Duration
 			if len(path) > 0 {
 				if ms, ok := path[len(path)-1].(*parser.MatrixSelector); ok {
 					rng = ms.Range
 				}
 			}
-			start, end := clampRange(es.Start.Add(-n.OriginalOffset-rng).UnixMilli(), es.End.Add(-n.OriginalOffset).UnixMilli())
-			entries, ok := e.promEntries(n.LabelMatchers, start, end)
+			start, end := clampRange(promSelectorRange(es, n, rng))
+			if end < start {
+				break // selects nothing (promQuerier.selectEntries)
+			}
+			entries, ok := c.promSelect(n.LabelMatchers, start, end)
 			light = ok && c.add(ctx, entries, start, end, steps)
+			sel.byKey[string(appendPromSelectionKey(nil, n.LabelMatchers, start, end))] = entries
 		}
 		if !light {
 			return errNotLight
 		}
 		return nil
 	})
-	return light
+	if !light {
+		return nil
+	}
+	return sel
 }
 
-// errNotLight stops promLight's walk.
+// errNotLight stops prom's walk.
 var errNotLight = errors.New("not light")
 
-// promEntries is what promQuerier.selectEntries selects for ms, without
-// its limit; ok is false past lightMaxCells series.
-func (e *Engine) promEntries(ms []*labels.Matcher, start, end int64) ([]*series.Entry, bool) {
-	out, over := e.promSelect(ms, start, end, lightMaxCells)
-	if over {
-		return nil, false
+// promSelectorRange is the range the PromQL engine hints to the Select of
+// the selector n (getTimeRangesForSelector in promql/engine.go), outside
+// any subquery and without @; evalRange is the range of the matrix
+// selector around n, 0 for none.
+func promSelectorRange(es *parser.EvalStmt, n *parser.VectorSelector, evalRange time.Duration) (int64, int64) {
+	start, end := es.Start.UnixMilli(), es.End.UnixMilli()
+	lookback := es.LookbackDelta
+	if lookback <= 0 {
+		lookback = 5 * time.Minute
 	}
-	return out, true
+	switch {
+	case evalRange == 0:
+		start -= lookback.Milliseconds() - 1
+		if n.Smoothed {
+			end += lookback.Milliseconds()
+		}
+	case n.Anchored:
+		start -= (lookback + evalRange).Milliseconds() - 1
+	case n.Smoothed:
+		start -= (lookback + evalRange).Milliseconds() - 1
+		end += lookback.Milliseconds()
+	default:
+		start -= evalRange.Milliseconds() - 1
+	}
+	off := n.OriginalOffset.Milliseconds()
+	return start - off, end - off
 }
 
-// requestsLight reports whether the OpenTSDB sub-queries reqs are light
-// together, reading what Fetch would read.
-func (e *Engine) requestsLight(ctx context.Context, reqs []Request) bool {
-	c := e.newLightCheck()
-	for _, r := range reqs {
+// promSelections are the series a light PromQL query's check selected,
+// by selector, handed to the query's Selects in its context: by the
+// selector's matchers and the days its range covers, since the index
+// selects the series with data on a day of the range (series.Index.Select),
+// so a selector that appears twice with ranges of the same days selects
+// the same series, and one whose range covers other days is a key of its
+// own. A Select the check did not see (a range it computed otherwise)
+// selects from the index as it would have.
+type promSelections struct {
+	byKey map[string][]*series.Entry // by appendPromSelectionKey
+	hits  atomic.Int64               // Selects answered (tests)
+}
+
+// appendPromSelectionKey appends the key of a selector's selection: its
+// matchers (each length-prefixed) and the days of [start, end].
+func appendPromSelectionKey(dst []byte, ms []*labels.Matcher, start, end int64) []byte {
+	for _, m := range ms {
+		dst = append(binary.AppendUvarint(dst, uint64(len(m.Name))), m.Name...)
+		dst = append(binary.AppendUvarint(dst, uint64(len(m.Value))), m.Value...)
+		dst = append(dst, byte(m.Type))
+	}
+	const dayMs = 24 * rowkey.HourMs
+	dst = binary.AppendUvarint(dst, uint64(max(start, 0)/dayMs))
+	return binary.AppendUvarint(dst, uint64(max(end, 0)/dayMs))
+}
+
+type promSelectionsCtx struct{}
+
+func withPromSelections(ctx context.Context, s *promSelections) context.Context {
+	return context.WithValue(ctx, promSelectionsCtx{}, s)
+}
+
+// promSelectionsFrom returns the selections ctx carries, nil for none.
+func promSelectionsFrom(ctx context.Context) *promSelections {
+	s, _ := ctx.Value(promSelectionsCtx{}).(*promSelections)
+	return s
+}
+
+// get returns what the check selected for ms over [start, end]; ok is
+// false when it did not see that selector (or s is nil).
+func (s *promSelections) get(ms []*labels.Matcher, start, end int64) ([]*series.Entry, bool) {
+	if s == nil {
+		return nil, false
+	}
+	var buf [128]byte
+	out, ok := s.byKey[string(appendPromSelectionKey(buf[:0], ms, start, end))]
+	if ok {
+		s.hits.Add(1)
+	}
+	return out, ok
+}
+
+// drop forgets the selections at the query's end: they are kept no
+// longer than the query.
+func (s *promSelections) drop() { clear(s.byKey) }
+
+// requests plans the n OpenTSDB sub-queries of a query in turn and
+// reports whether they are light together, reading what Fetch would read
+// and stopping at the first that makes them heavy (or does not plan). A
+// light query's come back planned, each with the series it reads in
+// Entries.
+func (c *lightCheck) requests(ctx context.Context, n int, plan func(i int) (Request, bool)) ([]Request, bool) {
+	out := make([]Request, 0, n)
+	for i := range n {
+		r, ok := plan(i)
+		if !ok {
+			return nil, false
+		}
 		sel := r.Selector
 		if r.Downsample != nil || r.Rate {
 			sel.Start = scanStart(r)
 		}
 		entries := r.Entries
 		if entries == nil {
-			entries = e.index.Select(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End)
+			if entries, ok = c.selectSeries(sel.Metric, sel.Matchers, sel.ExplicitTags, sel.Start, sel.End, c.seriesLeft(sel.Start, sel.End)); !ok {
+				return nil, false
+			}
+			if entries == nil {
+				entries = []*series.Entry{} // none: still not selected again
+			}
+			r.Entries = entries
 		}
 		perSeries := int64(-1) // raw, or buckets without fill: no more than the points
 		if r.Downsample != nil && r.Downsample.Fill != downsample.FillNone {
 			_, perSeries = r.Downsample.Buckets(sel.Start, sel.End)
 		}
 		if !c.add(ctx, entries, sel.Start, sel.End, perSeries) {
-			return false
+			return nil, false
 		}
+		out = append(out, r)
 	}
-	return true
+	return out, true
 }

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 
+	"hourglass/downsample"
 	"hourglass/query"
 	"hourglass/rowkey"
+	"hourglass/series"
 )
 
 // BenchmarkLightUnderLoad runs the mix's raw kind (one series, an hour of
@@ -69,4 +72,108 @@ func BenchmarkLightUnderLoad(b *testing.B) {
 	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 	b.ReportMetric(float64(walls[len(walls)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(walls[len(walls)*9/10].Microseconds())/1000, "p90-ms")
+}
+
+// BenchmarkLightCheck runs short queries of the mix as the server does:
+// admitted (the light lane's check, with the lane on at its defaults),
+// then run, through PromQL (prom-*) and as OpenTSDB sub-queries (otsdb-*,
+// planned beforehand: the check's selection and the run's are what is
+// measured, not the names' resolution). raw is one series over the head's
+// last hour at its 10 s steps, offset the same selector twice, regex ten
+// series picked by a regular expression (every series of the metric
+// looked at, at 1 m steps); sum, every
+// series of the metric (heavy: its check stops at the bound). cpu-ns/op
+// is the process's CPU per query.
+func BenchmarkLightCheck(b *testing.B) {
+	env := openBench(b)
+	ctx := context.Background()
+	eng := query.NewEngine(env.head.Head, env.idx, env.st, env.layout, query.Limits{MaxConcurrent: 2, QueueTimeout: time.Minute})
+	eng.SetLanes(query.DefaultLanes())
+	pe := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := eng.Queryable(query.PromLimits{})
+	headEnd := env.end + rowkey.HourMs - benchStepMs
+	for _, c := range []struct {
+		name, qs string
+		step     time.Duration
+		start    int64
+	}{
+		{"prom-raw", `{__name__="cpu.usage",host="h00007"}`, benchStepMs * time.Millisecond, headEnd - rowkey.HourMs},
+		{"prom-offset", `{__name__="cpu.usage",host="h00007"} - {__name__="cpu.usage",host="h00007"} offset 10m`, time.Minute, headEnd - rowkey.HourMs},
+		{"prom-regex", `{__name__="cpu.usage",host=~"h0000.+"}`, time.Minute, headEnd - rowkey.HourMs},
+		{"prom-sum", `sum by (region) ({__name__="cpu.usage"})`, time.Minute, env.end - rowkey.HourMs},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			end := headEnd
+			if c.name == "prom-sum" {
+				end = env.end
+			}
+			b.ReportAllocs()
+			defer reportCPU(b, startCPU(), 0)
+			for b.Loop() {
+				q, err := pe.NewRangeQuery(ctx, qy, nil, c.qs, time.UnixMilli(c.start), time.UnixMilli(end), c.step)
+				if err != nil {
+					b.Fatal(err)
+				}
+				qctx, release, err := admitProm(ctx, eng, q.Statement())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res := q.Exec(query.PromPushdown(qctx, q.Statement())); res.Err != nil {
+					b.Fatal(res.Err)
+				}
+				release()
+				q.Close()
+			}
+		})
+	}
+	none, _ := downsample.Lookup("none")
+	sum, _ := downsample.Lookup("sum")
+	for _, c := range []struct {
+		name string
+		req  query.Request
+	}{
+		{"otsdb-raw", query.Request{Selector: query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{literal{"host", "h00007"}},
+			Start: headEnd - rowkey.HourMs, End: headEnd}, Aggregator: none}},
+		{"otsdb-regex", query.Request{Selector: query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{hostPrefix("h0000")},
+			Start: headEnd - rowkey.HourMs, End: headEnd}, Aggregator: none}},
+		{"otsdb-sum", query.Request{Selector: query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{anyValue("region")},
+			Start: env.end - rowkey.HourMs, End: env.end}, Aggregator: sum, GroupBy: []string{"region"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b, startCPU(), 0)
+			for b.Loop() {
+				planned, release, err := admitOTSDB(ctx, eng, c.req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := eng.Run(ctx, planned); err != nil {
+					b.Fatal(err)
+				}
+				release()
+			}
+		})
+	}
+}
+
+// admitProm and admitOTSDB admit a query as the server's handlers do.
+func admitProm(ctx context.Context, eng *query.Engine, st parser.Statement) (context.Context, func(), error) {
+	return eng.AdmitPromQL(ctx, st)
+}
+
+func admitOTSDB(ctx context.Context, eng *query.Engine, req query.Request) (query.Request, func(), error) {
+	planned, release, err := eng.AdmitRequests(ctx, 1, func(int) (query.Request, bool) { return req, true })
+	if planned != nil {
+		req = planned[0]
+	}
+	return req, release, err
+}
+
+// hostPrefix matches the series whose host starts with a prefix (as an
+// OpenTSDB wildcard filter does): the index looks at every series.
+type hostPrefix string
+
+func (m hostPrefix) Key() string { return "host" }
+func (m hostPrefix) Matches(v string, ok bool) bool {
+	return ok && len(v) > len(m) && v[:len(m)] == string(m)
 }

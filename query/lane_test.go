@@ -156,12 +156,12 @@ func TestLanesOff(t *testing.T) {
 	for _, ln := range []Lanes{{}, {LightMaxConcurrent: 4}, {LightMaxPoints: 10}} {
 		e := &Engine{admit: newLanes(Limits{MaxConcurrent: 1, QueueTimeout: 10 * time.Millisecond}, ln)}
 		e.RegisterMetrics(prometheus.NewRegistry())
-		rel, err := e.AdmitRequests(context.Background(), func() ([]Request, bool) { t.Fatal("planned"); return nil, false })
-		if err != nil {
-			t.Fatal(err)
+		reqs, rel, err := e.AdmitRequests(context.Background(), 1, func(int) (Request, bool) { t.Fatal("planned"); return Request{}, false })
+		if err != nil || reqs != nil {
+			t.Fatal(reqs, err)
 		}
 		var qe *QueueError
-		if _, err := e.AdmitRequests(context.Background(), nil); !errors.As(err, &qe) || qe.Light != 0 {
+		if _, _, err := e.AdmitRequests(context.Background(), 1, nil); !errors.As(err, &qe) || qe.Light != 0 {
 			t.Fatalf("%+v: second query %v", ln, err)
 		}
 		rel()
@@ -245,7 +245,7 @@ func TestLightQueries(t *testing.T) {
 		{"no such series", `m{host="nope"}`, 2 * time.Hour, time.Second, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := e.promLight(ctx, stmt(t, c.qs, c.rng, c.step)); got != c.wantLight {
+			if got := e.newLightCheck().prom(ctx, stmt(t, c.qs, c.rng, c.step)) != nil; got != c.wantLight {
 				t.Fatalf("light %v, want %v", got, c.wantLight)
 			}
 		})
@@ -287,7 +287,7 @@ func TestLightRequests(t *testing.T) {
 		{"a tsuid", []Request{{Selector: Selector{Start: laneBase, End: h1 - 1}, Entries: one}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := e.requestsLight(ctx, c.reqs); got != c.want {
+			if _, got := e.newLightCheck().requests(ctx, len(c.reqs), func(i int) (Request, bool) { return c.reqs[i], true }); got != c.want {
 				t.Fatalf("light %v, want %v", got, c.want)
 			}
 		})
@@ -313,7 +313,7 @@ func TestLightQueryWhileHeavyHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	rel, err := e.AdmitPromQL(ctx, q.Statement())
+	qctx, rel, err := e.AdmitPromQL(ctx, q.Statement())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +321,12 @@ func TestLightQueryWhileHeavyHeld(t *testing.T) {
 	if r := testutil.ToFloat64(e.admit.light.running); r != 1 {
 		t.Fatalf("light running %v", r)
 	}
-	res := q.Exec(ctx)
+	res := q.Exec(qctx)
 	if res.Err != nil {
 		t.Fatal(res.Err)
+	}
+	if h := promSelectionsFrom(qctx).hits.Load(); h != 2 {
+		t.Fatalf("%d Selects answered by the check's selections, want 2", h)
 	}
 	m, err := res.Matrix()
 	if err != nil || len(m) != 1 || len(m[0].Floats) != 31 || m[0].Floats[0].F != 2 {

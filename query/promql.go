@@ -109,7 +109,7 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 		start, end = max(hints.Start, q.mint), min(hints.End, q.maxt)
 	}
 	start, end = clampRange(start, end)
-	entries, err := q.selectEntries(ms, start, end)
+	entries, err := q.selectEntries(ctx, ms, start, end)
 	if err != nil {
 		return storage.ErrSeriesSet(err)
 	}
@@ -241,12 +241,17 @@ func (q *promQuerier) checkSteps(hints *storage.SelectHints, n int) error {
 }
 
 // selectEntries resolves matchers to index entries with data on a day of
-// [start, end], within the series budget. No matchers select nothing.
-func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*series.Entry, error) {
+// [start, end], within the series budget: those the light lane's check
+// selected when ctx carries them (lane.go), else from the index. No
+// matchers select nothing.
+func (q *promQuerier) selectEntries(ctx context.Context, ms []*labels.Matcher, start, end int64) ([]*series.Entry, error) {
 	if len(ms) == 0 || end < start {
 		return nil, nil
 	}
-	out, _ := q.e.promSelect(ms, start, end, q.lim.MaxSeries)
+	out, ok := promSelectionsFrom(ctx).get(ms, start, end)
+	if !ok {
+		out, _ = q.e.promSelect(ms, start, end, q.lim.MaxSeries)
+	}
 	if q.lim.MaxSeries > 0 {
 		q.mu.Lock()
 		q.series += len(out)
@@ -264,16 +269,9 @@ func (q *promQuerier) selectEntries(ms []*labels.Matcher, start, end int64) ([]*
 // filter their series. With limit > 0 it stops once more than limit are
 // found and reports over.
 func (e *Engine) promSelect(ms []*labels.Matcher, start, end int64, limit int) (out []*series.Entry, over bool) {
-	var nameMs []*labels.Matcher
-	var tagMs []series.Matcher
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			nameMs = append(nameMs, m)
-		} else {
-			tagMs = append(tagMs, promMatcher{m})
-		}
-	}
-	for _, metric := range metricsFor(e.index, nameMs) {
+	nameMs, tagMs := splitPromMatchers(ms)
+	metrics, _ := metricsFor(e.index, nameMs, true)
+	for _, metric := range metrics {
 		out = append(out, e.index.Select(metric, tagMs, false, start, end)...)
 		if limit > 0 && len(out) > limit {
 			return out, true
@@ -282,8 +280,24 @@ func (e *Engine) promSelect(ms []*labels.Matcher, start, end int64, limit int) (
 	return out, false
 }
 
-// metricsFor returns the metrics whose names satisfy every __name__ matcher.
-func metricsFor(ix *series.Index, nameMs []*labels.Matcher) []string {
+// splitPromMatchers splits PromQL matchers into the __name__ ones and the
+// others, as the index takes them.
+func splitPromMatchers(ms []*labels.Matcher) (nameMs []*labels.Matcher, tagMs []series.Matcher) {
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			nameMs = append(nameMs, m)
+		} else {
+			tagMs = append(tagMs, promMatcher{m})
+		}
+	}
+	return nameMs, tagMs
+}
+
+// metricsFor returns the metrics whose names satisfy every __name__
+// matcher. Without an equality or a regex set among them, the candidates
+// are every metric the index knows: only when all is true (ok false
+// otherwise, and nothing listed).
+func metricsFor(ix *series.Index, nameMs []*labels.Matcher, all bool) (metrics []string, ok bool) {
 	var cands []string
 	found := false
 	for _, m := range nameMs {
@@ -303,6 +317,9 @@ func metricsFor(ix *series.Index, nameMs []*labels.Matcher) []string {
 		}
 	}
 	if !found {
+		if !all {
+			return nil, false
+		}
 		cands = ix.Metrics("")
 	}
 	out := cands[:0:0]
@@ -321,7 +338,7 @@ func metricsFor(ix *series.Index, nameMs []*labels.Matcher) []string {
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, true
 }
 
 // promMatcher is a Prometheus label matcher as the index takes it: a label
@@ -379,7 +396,7 @@ func appendPromLabels(b *labels.ScratchBuilder, l series.Labels) labels.Labels {
 // LabelValues returns the values of the label name among the series the
 // matchers select in the querier's range; without matchers, among every
 // series the index knows (the range is not consulted).
-func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+func (q *promQuerier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	ix := q.e.index
 	var vals []string
 	if len(ms) == 0 {
@@ -390,7 +407,7 @@ func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage
 		}
 	} else {
 		start, end := clampRange(q.mint, q.maxt)
-		entries, err := q.selectEntries(ms, start, end)
+		entries, err := q.selectEntries(ctx, ms, start, end)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -416,7 +433,7 @@ func (q *promQuerier) LabelValues(_ context.Context, name string, hints *storage
 
 // LabelNames returns the label names of the series the matchers select
 // (every series without matchers), __name__ included, sorted.
-func (q *promQuerier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+func (q *promQuerier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	ix := q.e.index
 	set := map[string]struct{}{}
 	if len(ms) == 0 {
@@ -428,7 +445,7 @@ func (q *promQuerier) LabelNames(_ context.Context, hints *storage.LabelHints, m
 		}
 	} else {
 		start, end := clampRange(q.mint, q.maxt)
-		entries, err := q.selectEntries(ms, start, end)
+		entries, err := q.selectEntries(ctx, ms, start, end)
 		if err != nil {
 			return nil, nil, err
 		}

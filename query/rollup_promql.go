@@ -302,7 +302,7 @@ func (q *promQuerier) selectRollups(ctx context.Context, hints *storage.SelectHi
 		}
 		kinds, otherKey = append(kinds, other), avgShareKeyOf(other, iv, start, end, ms)
 	}
-	entries, err := q.selectEntries(ms, start, end)
+	entries, err := q.selectEntries(ctx, ms, start, end)
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
 	}

@@ -94,8 +94,9 @@ type Querier interface {
 	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
 	Admit(ctx context.Context) (func(), error)
 	// AdmitRequests is Admit for planned sub-queries: light ones take a
-	// slot of -query-light-max-concurrent (query/lane.go).
-	AdmitRequests(ctx context.Context, plan func() ([]query.Request, bool)) (func(), error)
+	// slot of -query-light-max-concurrent (query/lane.go) and come back
+	// planned, with their series.
+	AdmitRequests(ctx context.Context, n int, plan func(i int) (query.Request, bool)) ([]query.Request, func(), error)
 }
 
 // UIDs resolves and assigns the names' UIDs (uid.Table).

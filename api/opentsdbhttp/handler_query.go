@@ -104,7 +104,7 @@ func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	loc, _ := req.Location(time.UTC)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
-	release, err := s.admitQuery(ctx, req, start, end, loc)
+	planned, release, err := s.admitQuery(ctx, req, start, end, loc)
 	if err != nil {
 		fail(err)
 		return
@@ -112,7 +112,7 @@ func (s *reads) handleQuery(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	subs := make([]subResult, len(req.Queries))
-	if err := s.runSubQueries(ctx, req, subs, start, end, loc); err != nil {
+	if err := s.runSubQueries(ctx, req, planned, subs, start, end, loc); err != nil {
 		fail(err)
 		return
 	}
@@ -179,10 +179,9 @@ func (s *reads) readQueryRequest(w http.ResponseWriter, r *http.Request, body *b
 	return req, true
 }
 
-// runSubQuery runs one sub-query of an /api/query request into sb:
-// planned, fetched, deleted if the request says so, processed, and its
-// annotations read.
-// runSubQueries runs req's sub-queries into subs. A request that deletes,
+// runSubQueries runs req's sub-queries into subs: as planned says when it
+// is not nil (a light request's, planned by admitQuery), else each planned
+// as it runs. A request that deletes,
 // or has one sub-query, runs them in turn; otherwise up to GOMAXPROCS run
 // at once, each bounded by its own limits as when alone, so that a
 // dashboard's many small sub-queries (one per panel line) use every core,
@@ -190,12 +189,18 @@ func (s *reads) readQueryRequest(w http.ResponseWriter, r *http.Request, body *b
 // order and none is started once one has failed, so every sub-query before
 // the first to fail has run to its end: the error is the one running them
 // in turn would give.
-func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, subs []subResult,
+func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, planned []query.Request, subs []subResult,
 	start, end int64, loc *time.Location) error {
+	plannedAt := func(i int) *query.Request {
+		if planned == nil {
+			return nil
+		}
+		return &planned[i]
+	}
 	workers := min(len(subs), runtime.GOMAXPROCS(0))
 	if workers <= 1 || req.Delete {
 		for i := range req.Queries {
-			if err := s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); err != nil {
+			if err := s.runSubQuery(ctx, req, &req.Queries[i], plannedAt(i), &subs[i], start, end, loc); err != nil {
 				return err
 			}
 		}
@@ -212,7 +217,7 @@ func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, s
 				if i >= len(subs) {
 					return
 				}
-				if errs[i] = s.runSubQuery(ctx, req, &req.Queries[i], &subs[i], start, end, loc); errs[i] != nil {
+				if errs[i] = s.runSubQuery(ctx, req, &req.Queries[i], plannedAt(i), &subs[i], start, end, loc); errs[i] != nil {
 					failed.Store(true)
 				}
 			}
@@ -227,13 +232,21 @@ func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, s
 	return nil
 }
 
-func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, sb *subResult,
+// runSubQuery runs one sub-query of an /api/query request into sb:
+// planned (unless planned is not nil: the plan), fetched, deleted if the request says so, processed, and its
+// annotations read.
+func (s *reads) runSubQuery(ctx context.Context, req *opentsdb.QueryRequest, sq *opentsdb.SubQuery, planned *query.Request, sb *subResult,
 	start, end int64, loc *time.Location) error {
 	sb.sq, sb.stats.index = sq, sq.Index
 	t0 := time.Now()
-	ereq, err := s.engineRequest(ctx, sq, start, end, loc, req.UseCalendar)
-	if err != nil {
-		return err
+	var ereq query.Request
+	if planned != nil {
+		ereq = *planned
+	} else {
+		var err error
+		if ereq, err = s.engineRequest(ctx, sq, start, end, loc, req.UseCalendar); err != nil {
+			return err
+		}
 	}
 	if isHistogramQuery(sq) {
 		return s.runPercentiles(ctx, req, sq, sb, ereq, t0) // handler_percentiles.go

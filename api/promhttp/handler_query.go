@@ -262,8 +262,9 @@ func (p *queryAPI) runPromQL(w http.ResponseWriter, r *http.Request, limit int, 
 		return
 	}
 	defer qry.Close()
-	// Parsed, nothing read yet: a light query takes a light slot.
-	release, err := p.querier.AdmitPromQL(ctx, qry.Statement())
+	// Parsed, nothing read yet: a light query takes a light slot, and
+	// runs in a context holding the series its check selected.
+	ctx, release, err := p.querier.AdmitPromQL(ctx, qry.Statement())
 	if err != nil {
 		p.queueError(w, err)
 		return

@@ -32,8 +32,9 @@ type Querier interface {
 	// Admit waits for a slot of -query-max-concurrent (query/admit.go).
 	Admit(ctx context.Context) (func(), error)
 	// AdmitPromQL is Admit for a parsed query: a light one takes a slot
-	// of -query-light-max-concurrent (query/lane.go).
-	AdmitPromQL(ctx context.Context, st parser.Statement) (func(), error)
+	// of -query-light-max-concurrent (query/lane.go). The query runs in
+	// the context it returns (a light one's carries its selected series).
+	AdmitPromQL(ctx context.Context, st parser.Statement) (context.Context, func(), error)
 	// RewriteForRollups rewrites a query for max_source_resolution
 	// (handler_rollup.go).
 	RewriteForRollups(expr parser.Expr, res, step int64) parser.Expr
