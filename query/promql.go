@@ -135,7 +135,7 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err := q.load(ctx, out, start, end); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	if rc, pd := rateCallFor(ctx, hints, ms); rc != nil { // promql_rate.go
+	if rc, pd := rateCallFor(ctx, hints, ms); rc != nil { // promql_window.go
 		if set, ok := q.selectRate(ctx, rc, pd, hints, out); ok {
 			return set
 		}

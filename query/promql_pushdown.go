@@ -64,7 +64,7 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	}
 	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at}
 	if pd.step > 0 && !at {
-		pd.rates = rateCalls(ctx, es.Expr) // promql_rate.go
+		pd.rates = rateCalls(ctx, es.Expr, pd.step) // promql_window.go
 	}
 	return context.WithValue(ctx, pushdownKey{}, pd)
 }
@@ -72,7 +72,7 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 // pushdown is what PromPushdown marks a context with: the query's
 // evaluation times (its span end − start and its step), and whether a
 // selector has an @ modifier, which evaluates it at other times; and the
-// rate calls Select may compute (promql_rate.go).
+// range function calls Select may compute (promql_window.go).
 type pushdown struct {
 	span, step int64
 	at         bool

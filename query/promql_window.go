@@ -1,0 +1,634 @@
+package query
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// Range functions computed in the querier. The engine evaluates
+// rate(x[5m]) at 1 m steps by copying, at every step, the window's samples
+// out of its buffered iterator and walking all of them: each sample is
+// handled five times, and its ring, slice and the walk cost far more than
+// decoding it. The windows overlap, so folding one sample per window
+// (promql_pushdown.go) does not apply; instead, once a selector's samples
+// are loaded, Select computes the function at every step itself, from the
+// samples in memory (a sliding window over one slice, no copies), with the
+// engine's arithmetic operation for operation, and rewrites the call to
+// max_over_time(x[step]) (last_over_time(x[step]) for last_over_time, which
+// keeps the metric name): the engine then reads one sample per step, the
+// value computed, and returns it as it is (the metric name dropped, as the
+// function drops it). The engine's info for a rate over a name that does
+// not look like a counter is given by the series set.
+//
+// The functions: rate, increase, delta; avg, sum, min, max, last, count,
+// present, stddev and stdvar _over_time; deriv, predict_linear (with a
+// number literal for its duration), irate, idelta, changes, resets. Over
+// floats alone none of the others draws an annotation.
+//
+// PromPushdown marks the calls that qualify: a range query's call over a
+// plain selector (no @, no subquery, no anchored or smoothed modifier,
+// whole-millisecond range and offset), no max_source_resolution; an
+// avg/sum/min/max/last_over_time whose steps do not overlap is left to the
+// fold. Select rewrites a call only when every series it selected holds
+// floats alone; with histograms the engine evaluates it as written. The
+// rewrite happens while the engine populates the selectors, before it
+// evaluates any; a statement whose call was rewritten must not be executed
+// again.
+
+// The functions computed here.
+const (
+	winRate = iota // rate, increase, delta: extrapolate
+	winAvg
+	winSum
+	winMin
+	winMax
+	winLast
+	winCount
+	winPresent
+	winStddev
+	winStdvar
+	winDeriv
+	winPredict
+	winIrate
+	winIdelta
+	winChanges
+	winResets
+)
+
+// rateCall is a call PromPushdown found that Select may compute.
+type rateCall struct {
+	call            *parser.Call
+	sel             *parser.MatrixSelector
+	rng             int64         // the range, ms
+	rngDur          time.Duration // the range as the engine divides by it
+	counter, isRate bool          // rate, increase, delta
+	name            string        // the function
+	fn              int           // win*
+	offset          int64         // the selector's offset, ms: predict_linear's evaluation time is the window's end + offset
+	arg             float64       // predict_linear's duration
+	done            bool          // rewritten
+}
+
+// windowFuncs are the functions computed here, with rate's, increase's
+// and delta's kinds: whether the samples are a counter, and whether the
+// result is per second.
+var windowFuncs = map[string]struct {
+	fn              int
+	counter, isRate bool
+}{
+	"rate":              {winRate, true, true},
+	"increase":          {winRate, true, false},
+	"delta":             {winRate, false, false},
+	"avg_over_time":     {fn: winAvg},
+	"sum_over_time":     {fn: winSum},
+	"min_over_time":     {fn: winMin},
+	"max_over_time":     {fn: winMax},
+	"last_over_time":    {fn: winLast},
+	"count_over_time":   {fn: winCount},
+	"present_over_time": {fn: winPresent},
+	"stddev_over_time":  {fn: winStddev},
+	"stdvar_over_time":  {fn: winStdvar},
+	"deriv":             {fn: winDeriv},
+	"predict_linear":    {fn: winPredict},
+	"irate":             {fn: winIrate},
+	"idelta":            {fn: winIdelta},
+	"changes":           {fn: winChanges},
+	"resets":            {fn: winResets},
+}
+
+// numberArg returns the value of e when it is a number literal (in
+// parentheses, or marked step-invariant by the engine).
+func numberArg(e parser.Expr) (float64, bool) {
+	for {
+		switch n := e.(type) {
+		case *parser.NumberLiteral:
+			return n.Val, true
+		case *parser.ParenExpr:
+			e = n.Expr
+		case *parser.StepInvariantExpr:
+			e = n.Expr
+		default:
+			return 0, false
+		}
+	}
+}
+
+// rateCalls returns the calls of e that Select may compute at steps of
+// step ms, by the first label matcher of their selector, which the engine
+// passes to Select as it is.
+func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Matcher]*rateCall {
+	if maxSourceResolution(ctx) > 0 {
+		return nil
+	}
+	var out map[*labels.Matcher]*rateCall
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		c, ok := n.(*parser.Call)
+		if !ok || len(c.Args) == 0 {
+			return nil
+		}
+		kind, ok := windowFuncs[c.Func.Name]
+		if !ok {
+			return nil
+		}
+		var arg float64
+		if kind.fn == winPredict {
+			if len(c.Args) != 2 {
+				return nil
+			}
+			if arg, ok = numberArg(c.Args[1]); !ok {
+				return nil
+			}
+		} else if len(c.Args) != 1 {
+			return nil
+		}
+		ms, ok := c.Args[0].(*parser.MatrixSelector)
+		if !ok {
+			return nil
+		}
+		vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+		if !ok || vs.Timestamp != nil || vs.StartOrEnd != 0 || vs.Anchored || vs.Smoothed || len(vs.LabelMatchers) == 0 ||
+			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.OriginalOffset%time.Millisecond != 0 {
+			return nil
+		}
+		if _, ok := foldFuncs[c.Func.Name]; ok && step >= ms.Range.Milliseconds() {
+			return nil // folded as the samples decode (promql_pushdown.go)
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == rollupMarker {
+				return nil
+			}
+		}
+		if out == nil {
+			out = map[*labels.Matcher]*rateCall{}
+		}
+		out[vs.LabelMatchers[0]] = &rateCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
+			counter: kind.counter, isRate: kind.isRate, name: c.Func.Name, fn: kind.fn,
+			offset: vs.OriginalOffset.Milliseconds(), arg: arg}
+		return nil
+	})
+	return out
+}
+
+// rateCallFor returns the call whose selector has the matchers ms, if
+// PromPushdown marked ctx with one, with the query's steps.
+func rateCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*rateCall, *pushdown) {
+	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
+	if pd == nil || len(pd.rates) == 0 || len(ms) == 0 || hints == nil || pd.step <= 0 || pd.span < 0 {
+		return nil, nil
+	}
+	rc := pd.rates[ms[0]]
+	if rc == nil || rc.done {
+		return nil, nil // not marked, or already rewritten
+	}
+	return rc, pd
+}
+
+// selectRate computes rc at every step for the series of ss (loaded over
+// the hinted range: the first step's window to the last step) and rewrites
+// the call; false (nothing done) when a series holds histograms.
+func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown, hints *storage.SelectHints, ss []*promSeries) (storage.SeriesSet, bool) {
+	for _, s := range ss {
+		if s.cells != nil && s.cells.hasHist() {
+			return nil, false
+		}
+	}
+	steps := stepTimes{r0: hints.End - pd.span, step: pd.step, end: hints.End}
+	err := eachSeries(ctx, ss, func(w *rateWorker, s *promSeries) error { return w.series(s, rc, steps) })
+	if err != nil {
+		return storage.ErrSeriesSet(err), true
+	}
+	for _, s := range ss {
+		s.computed = true
+	}
+	set := &promSeriesSet{series: ss, i: -1}
+	if rc.counter {
+		set.warn = rateInfo(rc, ss)
+	}
+	// The engine evaluates max_over_time(x[step]) instead: one sample per
+	// window, at its end; last_over_time(x[step]) for last_over_time, which
+	// keeps the metric name.
+	if rc.fn != winLast {
+		rc.call.Func = parser.Functions["max_over_time"]
+	}
+	rc.call.Args = rc.call.Args[:1]
+	rc.sel.Range = time.Duration(pd.step) * time.Millisecond
+	rc.done = true
+	return set, true
+}
+
+// rateInfo is the engine's info for rate and increase over a series whose
+// name does not end as a counter's does (and that has a result).
+func rateInfo(rc *rateCall, ss []*promSeries) annotations.Annotations {
+	var a annotations.Annotations
+	for _, s := range ss {
+		if len(s.pre) == 0 {
+			continue
+		}
+		name := s.lbls.Get(labels.MetricName)
+		if name != "" && !strings.HasSuffix(name, "_total") && !strings.HasSuffix(name, "_sum") &&
+			!strings.HasSuffix(name, "_count") && !strings.HasSuffix(name, "_bucket") {
+			a.Add(annotations.NewPossibleNonCounterInfo(name, rc.sel.PositionRange()))
+		}
+	}
+	return a
+}
+
+// eachSeries calls fn for every series of ss, on up to GOMAXPROCS
+// goroutines (a goroutine per 64 series at most), each with its own W; it
+// returns the first error, or ctx's once it is done.
+func eachSeries[W any](ctx context.Context, ss []*promSeries, fn func(w *W, s *promSeries) error) error {
+	workers := min(runtime.GOMAXPROCS(0), (len(ss)+63)/64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w W
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ss) {
+					return
+				}
+				if i%64 == 0 {
+					if err := ctx.Err(); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+				if err := fn(&w, ss[i]); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepTimes is the ends of a selector's windows: r0, r0+step, ... up to end.
+type stepTimes struct{ r0, step, end int64 }
+
+// ratePoint is one step's result.
+type ratePoint struct {
+	t int64
+	f float64
+}
+
+// rateWorker computes series one after the other with its buffers.
+type rateWorker struct {
+	raw    rawPoints
+	ts     []int64
+	fs     []float64
+	resets []int // i: fs[i] < fs[i-1]
+}
+
+// series computes rc over s's samples at each step into s.pre.
+func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
+	s.pre = nil
+	if !w.raw.reset(s) {
+		return nil
+	}
+	ts, fs, resets := w.ts[:0], w.fs[:0], w.resets[:0]
+	for w.raw.raw() {
+		if w.raw.inHead {
+			for _, p := range w.raw.hp[w.raw.hi:] {
+				if f := p.V.Float(); !value.IsStaleNaN(f) {
+					ts, fs = append(ts, p.T), append(fs, f)
+				}
+			}
+			w.raw.inHead = false
+			continue
+		}
+		if w.raw.inBlk {
+			b := &w.raw.blk
+			for j := w.raw.bi; j < len(b.T); j++ {
+				if f := b.Float(j); !value.IsStaleNaN(f) {
+					ts, fs = append(ts, b.T[j]), append(fs, f)
+				}
+			}
+			w.raw.inBlk = false
+			continue
+		}
+		if f := w.raw.p.v.Float(); !value.IsStaleNaN(f) {
+			ts, fs = append(ts, w.raw.p.t), append(fs, f)
+		}
+		w.raw.one = false
+	}
+	if err := w.raw.p.err; err != nil {
+		return corruptSeries(s.entry, err)
+	}
+	if rc.fn == winRate && rc.counter {
+		for i := 1; i < len(fs); i++ {
+			if fs[i] < fs[i-1] {
+				resets = append(resets, i)
+			}
+		}
+	}
+	w.ts, w.fs, w.resets = ts, fs, resets
+	var out []ratePoint
+	lo, hi, ri := 0, 0, 0
+	for r := st.r0; r <= st.end; r += st.step {
+		for hi < len(ts) && ts[hi] <= r {
+			hi++
+		}
+		for lo < hi && ts[lo] <= r-rc.rng {
+			lo++
+		}
+		var f float64
+		if rc.fn == winRate {
+			if hi-lo < 2 {
+				continue
+			}
+			for ri < len(resets) && resets[ri] <= lo {
+				ri++
+			}
+			f = rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)
+		} else {
+			var ok bool
+			if f, ok = rc.window(ts[lo:hi], fs[lo:hi], r); !ok {
+				continue
+			}
+		}
+		if out == nil {
+			out = make([]ratePoint, 0, int((st.end-r)/st.step)+1)
+		}
+		out = append(out, ratePoint{t: r, f: f})
+	}
+	s.pre = out
+	return nil
+}
+
+// extrapolate is the engine's extrapolatedRate for floats without start
+// timestamps (promql/functions.go), over the window's samples ts, fs (at
+// least two) ending at r; resets are the counter resets from the window's
+// on, as indexes of the series' samples, of which the window's first is
+// off.
+func (rc *rateCall) extrapolate(ts []int64, fs []float64, resets []int, off int, r int64) float64 {
+	n := len(fs) - 1
+	firstT, lastT := ts[0], ts[n]
+	resultFloat := fs[n] - fs[0]
+	if rc.counter {
+		for _, i := range resets {
+			if i-off > n {
+				break
+			}
+			resultFloat += fs[i-off-1]
+		}
+	}
+	rangeStart, rangeEnd := r-rc.rng, r
+	durationToStart := float64(firstT-rangeStart) / 1000
+	durationToEnd := float64(rangeEnd-lastT) / 1000
+	sampledInterval := float64(lastT-firstT) / 1000
+	averageDurationBetweenSamples := sampledInterval / float64(n)
+	extrapolationThreshold := averageDurationBetweenSamples * 1.1
+	if durationToStart >= extrapolationThreshold {
+		durationToStart = averageDurationBetweenSamples / 2
+	}
+	if rc.counter {
+		durationToZero := durationToStart
+		if resultFloat > 0 && fs[0] >= 0 {
+			durationToZero = sampledInterval * (fs[0] / resultFloat)
+		}
+		if durationToZero < durationToStart {
+			durationToStart = durationToZero
+		}
+	}
+	if durationToEnd >= extrapolationThreshold {
+		durationToEnd = averageDurationBetweenSamples / 2
+	}
+	factor := 1.0
+	if sampledInterval != 0 {
+		factor = (sampledInterval + durationToStart + durationToEnd) / sampledInterval
+	}
+	if rc.isRate {
+		factor /= rc.rngDur.Seconds()
+	}
+	return resultFloat * factor
+}
+
+// window is the function's value over the window's samples ts, fs ending
+// at r, as the engine's function computes it over floats
+// (promql/functions.go); false when it has none.
+func (rc *rateCall) window(ts []int64, fs []float64, r int64) (float64, bool) {
+	n := len(fs)
+	if n == 0 {
+		return 0, false
+	}
+	switch rc.fn {
+	case winAvg: // funcAvgOverTime
+		sum, count := fs[0], 1.
+		var mean, kahanC float64
+		incrementalMean := false
+		for i, f := range fs[1:] {
+			count = float64(i + 2)
+			if !incrementalMean {
+				newSum, newC := kahanInc(f, sum, kahanC)
+				if !math.IsInf(newSum, 0) {
+					sum, kahanC = newSum, newC
+					continue
+				}
+				incrementalMean = true
+				mean = sum / (count - 1)
+				kahanC /= (count - 1)
+			}
+			q := (count - 1) / count
+			mean, kahanC = kahanInc(f/count, q*mean, float64(q*kahanC))
+		}
+		if incrementalMean {
+			return mean + kahanC, true
+		}
+		return sum/count + kahanC/count, true
+	case winSum: // funcSumOverTime
+		var sum, c float64
+		for _, f := range fs {
+			sum, c = kahanInc(f, sum, c)
+		}
+		if math.IsInf(sum, 0) {
+			return sum, true
+		}
+		return sum + c, true
+	case winMax: // compareOverTime
+		m := fs[0]
+		for _, f := range fs {
+			if f > m || math.IsNaN(m) {
+				m = f
+			}
+		}
+		return m, true
+	case winMin:
+		m := fs[0]
+		for _, f := range fs {
+			if f < m || math.IsNaN(m) {
+				m = f
+			}
+		}
+		return m, true
+	case winLast:
+		return fs[n-1], true
+	case winCount:
+		return float64(n), true
+	case winPresent:
+		return 1, true
+	case winStddev, winStdvar: // varianceOverTime
+		var count, mean, cMean, aux, cAux float64
+		for _, f := range fs {
+			count++
+			delta := f - (mean + cMean)
+			mean, cMean = kahanInc(delta/count, mean, cMean)
+			aux, cAux = kahanInc(delta*(f-(mean+cMean)), aux, cAux)
+		}
+		variance := (aux + cAux) / count
+		if rc.fn == winStddev {
+			return math.Sqrt(variance), true
+		}
+		return variance, true
+	case winDeriv: // funcDeriv
+		if n < 2 {
+			return 0, false
+		}
+		slope, _ := linearRegression(ts, fs, ts[0])
+		return slope, true
+	case winPredict: // funcPredictLinear, at the evaluation time
+		if n < 2 {
+			return 0, false
+		}
+		slope, intercept := linearRegression(ts, fs, r+rc.offset)
+		return slope*rc.arg + intercept, true
+	case winIrate, winIdelta: // instantValue over floats
+		if n < 2 {
+			return 0, false
+		}
+		sampledInterval := ts[n-1] - ts[n-2]
+		if sampledInterval == 0 {
+			return 0, false
+		}
+		f := fs[n-1]
+		if rc.fn == winIdelta || !(fs[n-1] < fs[n-2]) {
+			f = fs[n-1] - fs[n-2]
+		}
+		if rc.fn == winIrate {
+			f /= float64(sampledInterval) / 1000
+		}
+		return f, true
+	case winChanges: // funcChanges over floats
+		c := 0
+		for i := 1; i < n; i++ {
+			if fs[i] != fs[i-1] && !(math.IsNaN(fs[i]) && math.IsNaN(fs[i-1])) {
+				c++
+			}
+		}
+		return float64(c), true
+	case winResets: // funcResets over floats, no start timestamps
+		c := 0
+		for i := 1; i < n; i++ {
+			if fs[i] < fs[i-1] {
+				c++
+			}
+		}
+		return float64(c), true
+	}
+	return 0, false
+}
+
+// kahanInc is kahansum.Inc (util/kahansum), written again so that it
+// inlines (kahansum.Inc does not; linearRegression makes four calls per
+// sample). The conversions round every argument and result to
+// float64, as Inc's do (c where a caller passes a product), so no
+// operation fuses across it and the result is Inc's, bit for bit (Inc
+// itself has no multiplication to fuse).
+func kahanInc(inc, sum, c float64) (float64, float64) {
+	inc, sum = float64(inc), float64(sum)
+	t := sum + inc
+	switch {
+	case t > math.MaxFloat64 || t < -math.MaxFloat64:
+		return t, 0
+	case math.Abs(sum) >= math.Abs(inc):
+		return t, c + ((sum - t) + inc)
+	}
+	return t, c + ((inc - t) + sum)
+}
+
+// linearRegression is the engine's, over the samples ts, fs (at least
+// two).
+func linearRegression(ts []int64, fs []float64, interceptTime int64) (slope, intercept float64) {
+	var (
+		n          float64
+		sumX, cX   float64
+		sumY, cY   float64
+		sumXY, cXY float64
+		sumX2, cX2 float64
+		initY      float64
+		constY     bool
+	)
+	initY = fs[0]
+	constY = true
+	for i, f := range fs {
+		if constY && i > 0 && f != initY {
+			constY = false
+		}
+		n += 1.0
+		x := float64(ts[i]-interceptTime) / 1e3
+		sumX, cX = kahanInc(x, sumX, cX)
+		sumY, cY = kahanInc(f, sumY, cY)
+		sumXY, cXY = kahanInc(x*f, sumXY, cXY)
+		sumX2, cX2 = kahanInc(x*x, sumX2, cX2)
+	}
+	if constY {
+		if math.IsInf(initY, 0) {
+			return math.NaN(), math.NaN()
+		}
+		return 0, initY
+	}
+	sumX += cX
+	sumY += cY
+	sumXY += cXY
+	sumX2 += cX2
+
+	covXY := sumXY - sumX*sumY/n
+	varX := sumX2 - sumX*sumX/n
+
+	slope = covXY / varX
+	intercept = sumY/n - slope*sumX/n
+	return slope, intercept
+}
+
+// preIterator is a chunkenc.Iterator over a series' computed results.
+type preIterator[T ~int64] struct {
+	pushed
+	pre []ratePoint
+	i   int
+}
+
+func (it *preIterator[T]) Next() chunkenc.ValueType {
+	if it.i >= len(it.pre) {
+		it.state = iterDone
+		return chunkenc.ValNone
+	}
+	it.t, it.f, it.state = it.pre[it.i].t, it.pre[it.i].f, iterAt
+	it.i++
+	return chunkenc.ValFloat
+}
+
+func (it *preIterator[T]) Seek(t T) chunkenc.ValueType { return it.seek(int64(t), it.Next) }
+
+var _ chunkenc.Iterator = (*preIterator[int64])(nil)

@@ -1,0 +1,58 @@
+package query_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+
+	"hourglass/query"
+	"hourglass/rowkey"
+)
+
+// BenchmarkPromWindow runs range functions other than rate, of the kinds
+// dashboards and alert rules use, over the bench data as BenchmarkPromMix
+// does: an hour at 1 m steps ending an hour before the last point (in the
+// store), every series, with the server's PromPushdown, summed by region.
+// cpu-ns/point is per point in the hour read.
+func BenchmarkPromWindow(b *testing.B) {
+	env := openBench(b)
+	for _, c := range []struct{ name, q string }{
+		{"avg", `sum by (region) (avg_over_time({__name__="cpu.usage"}[5m]))`},
+		{"max", `sum by (region) (max_over_time({__name__="cpu.usage"}[5m]))`},
+		{"stddev", `sum by (region) (stddev_over_time({__name__="cpu.usage"}[5m]))`},
+		{"deriv", `sum by (region) (deriv({__name__="cpu.usage"}[10m]))`},
+		{"predict", `sum by (region) (predict_linear({__name__="cpu.usage"}[30m], 3600))`},
+		{"irate", `sum by (region) (irate({__name__="cpu.usage"}[5m]))`},
+		{"changes", `sum by (region) (changes({__name__="cpu.usage"}[10m]))`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+			qy := env.eng.Queryable(query.PromLimits{})
+			end := env.end
+			start := end - rowkey.HourMs
+			b.ReportAllocs()
+			defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
+			for b.Loop() {
+				q, err := eng.NewRangeQuery(ctx, qy, nil, c.q, time.UnixMilli(start), time.UnixMilli(end), time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res := q.Exec(query.PromPushdown(ctx, q.Statement()))
+				if res.Err != nil {
+					b.Fatal(res.Err)
+				}
+				m, err := res.Matrix()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(m) != 4 || len(m[0].Floats) != 61 {
+					b.Fatalf("%d series, %d points in the first", len(m), len(m[0].Floats))
+				}
+				q.Close()
+			}
+		})
+	}
+}

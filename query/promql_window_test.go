@@ -1,0 +1,213 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/value"
+	"slices"
+
+	"github.com/prometheus/prometheus/promql"
+
+	"hourglass/chunk"
+	"hourglass/rowkey"
+	"hourglass/series"
+)
+
+// TestPromRateManySeries: rate, increase and delta over enough series that
+// Select computes them on several goroutines (eachSeries: one per 64
+// series), half in the store and half in the head, counters with resets
+// and a name that draws the engine's non-counter info, answer the same,
+// bit for bit and with the same annotations, as the engine over the raw
+// samples; and Select did compute them (the call was rewritten).
+func TestPromRateManySeries(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 3)
+	const nSeries, nPoints = 150, 240 // 40 minutes at 10 s
+	t0 := env.last - 2*rowkey.HourMs
+	for _, name := range []string{"c_total", "c"} {
+		var samples []series.Sample
+		for i := range nSeries {
+			l := series.MakeLabels(name, []series.Tag{{Key: "host", Value: fmt.Sprintf("h%03d", i)}, {Key: "dc", Value: fmt.Sprintf("d%d", i%3)}})
+			v := 0.0
+			for p := range nPoints {
+				v += float64((i*7+p*13)%50) / 4
+				if (p+i)%97 == 0 {
+					v = float64(p % 5) // a reset
+				}
+				samples = append(samples, series.Sample{Labels: l, T: t0 + int64(p)*10_000 + int64(i), V: chunk.Float(v)})
+			}
+		}
+		errs := make([]error, len(samples))
+		if err := env.head.Append(ctx, samples, errs); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if name == "c_total" {
+			// The first metric to the store, the second stays in the head.
+			if err := env.head.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	start, end := time.UnixMilli(t0+3*60_000), time.UnixMilli(t0+int64(nPoints)*10_000+60_000)
+	for _, expr := range []string{
+		"sum by (dc) (rate(c_total[5m]))", "rate(c[2m])", "increase(c_total[90s] offset 1m)",
+		"delta(c[5m])", "rate({__name__=~\"c_total|nope\"}[1m])",
+	} {
+		for _, step := range []time.Duration{time.Minute, 10 * time.Second, 7 * time.Minute} {
+			mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+			var pushed promql.Query
+			got := runQuery(t, mk, func(q promql.Query) context.Context {
+				pushed = q
+				return PromPushdown(ctx, q.Statement())
+			})
+			if got != want {
+				t.Fatalf("%s step %s:\ncomputed %s\nengine   %s", expr, step, got, want)
+			}
+			if !strings.Contains(want, "{") {
+				t.Fatalf("%s step %s: an empty answer", expr, step)
+			}
+			if !strings.Contains(pushed.Statement().String(), "max_over_time") {
+				t.Fatalf("%s step %s: not computed by Select (%s)", expr, step, pushed.Statement())
+			}
+		}
+	}
+}
+
+// TestPromWindowFuncsComputed: every function Select computes besides the
+// rates, over counters with resets in the store and gauges in the head,
+// answers as the engine does, bit for bit, and was computed (its call
+// rewritten) when the steps overlap.
+func TestPromWindowFuncsComputed(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 4)
+	addStale(t, env)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	start, end := time.UnixMilli(env.last-3*rowkey.HourMs), time.UnixMilli(env.last-rowkey.HourMs/2)
+	r := rand.New(rand.NewPCG(4, 4))
+	for name := range windowFuncs {
+		for _, step := range []time.Duration{time.Minute, 10 * time.Second, 7 * time.Minute} {
+			for _, c := range []struct {
+				sel string
+				rng time.Duration
+			}{{"m[5m]", 5 * time.Minute}, {"m[10m] offset 3m", 10 * time.Minute}, {"m{host=~\"h0.|stale|huge\"}[90s]", 90 * time.Second}} {
+				sel := c.sel
+				expr := windowExpr(r, name, sel)
+				mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+				want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+				var pushed promql.Query
+				var before string
+				got := runQuery(t, mk, func(q promql.Query) context.Context {
+					pushed, before = q, q.Statement().String()
+					return PromPushdown(ctx, q.Statement())
+				})
+				if got != want {
+					t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
+				}
+				if !strings.Contains(want, "{") {
+					t.Fatalf("%s step %s: an empty answer", expr, step)
+				}
+				_, folds := foldFuncs[name]
+				if rewritten := pushed.Statement().String() != before; rewritten == (folds && step >= c.rng) {
+					t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, pushed.Statement())
+				}
+			}
+		}
+	}
+}
+
+// FuzzPromWindowMatchesEngine: a series made of the input (values with
+// NaN, ±Inf, staleness markers, huge values, drops; gaps and repeated
+// timestamps), half in the store and half in the head, and a range
+// function over it at some range, offset and step: Select's answer
+// (PromPushdown) is the engine's, bit for bit.
+func FuzzPromWindowMatchesEngine(f *testing.F) {
+	f.Add([]byte("\x05\x10\x20\x31\x42\x53\x64\x75\x86\x97\xa8\xb9\xca\xdb"), uint8(0), uint16(300), uint16(60), int16(0))
+	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"), uint8(3), uint16(45), uint16(10), int16(-30))
+	f.Add([]byte("\xff\x00\xff\x00\x7f\x80\x7f\x80\x30\x30\x30\x30"), uint8(9), uint16(600), uint16(7), int16(120))
+	f.Add([]byte("\x13\x23\x33\x43\x53\x63\x73\x83\x93\xa3\xb3\xc3\xd3\xe3\xf3"), uint8(12), uint16(90), uint16(30), int16(5))
+	names := make([]string, 0, len(windowFuncs))
+	for name := range windowFuncs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	f.Fuzz(func(t *testing.T, data []byte, fn uint8, rngS, stepS uint16, offS int16) {
+		if len(data) < 2 || len(data) > 600 || rngS == 0 || stepS == 0 {
+			return
+		}
+		ctx := context.Background()
+		env := openEquiv(t, 0)
+		l := series.MakeLabels("fz", []series.Tag{{Key: "host", Value: "f"}})
+		t0 := env.last - rowkey.HourMs
+		tt, v := t0, 0.0
+		var samples []series.Sample
+		for i := 0; i+1 < len(data); i += 2 {
+			a, b := data[i], data[i+1]
+			tt += int64(a>>4) * 4_000 // 0: the same timestamp again
+			switch b & 15 {
+			case 0:
+				v = math.NaN()
+			case 1:
+				v = math.Inf(1)
+			case 2:
+				v = math.Inf(-1)
+			case 3:
+				v = math.Float64frombits(value.StaleNaN)
+			case 4:
+				v = 1.7e308
+			case 5:
+				v = -1.7e308
+			case 6:
+				v = float64(a & 15) // a drop: a counter reset
+			default:
+				if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e300 {
+					v = 0
+				}
+				v += float64(b>>4) / 4
+			}
+			samples = append(samples, series.Sample{Labels: l, T: tt, V: chunk.Float(v)})
+		}
+		half := len(samples) / 2
+		for k, part := range [][]series.Sample{samples[:half], samples[half:]} {
+			errs := make([]error, len(part))
+			if err := env.head.Append(ctx, part, errs); err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 {
+				if err := env.head.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		name := names[int(fn)%len(names)]
+		sel := fmt.Sprintf("fz[%ds]", rngS%3600+1)
+		if offS != 0 {
+			sel += fmt.Sprintf(" offset %ds", offS%600)
+		}
+		expr := windowExpr(rand.New(rand.NewPCG(uint64(fn), 1)), name, sel)
+		step := time.Duration(stepS%900+1) * time.Second
+		start, end := time.UnixMilli(t0-10*60_000), time.UnixMilli(tt+10*60_000)
+		eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, EnableNegativeOffset: true})
+		qy := env.eng.Queryable(PromLimits{})
+		mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+		want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+		got := runQuery(t, mk, func(q promql.Query) context.Context { return PromPushdown(ctx, q.Statement()) })
+		if got != want {
+			t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
+		}
+	})
+}
