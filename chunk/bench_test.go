@@ -391,7 +391,7 @@ func reportCPUPerOp(b *testing.B, c cpuClock) {
 // (Gorilla XOR), each block decoded into a reused slice through one
 // Iterator, the blocks in turn, as a query's head snapshot reads them.
 func BenchmarkDecodeFast(b *testing.B) {
-	for _, d := range []int{0, 1, 5} { // gauge, counter, counter-float
+	for _, d := range []int{0, 1, 5, 3} { // gauge, counter, counter-float, gauge-jitter
 		d := benchData[d]
 		b.Run(d.name, func(b *testing.B) {
 			var blocks [][]byte
@@ -416,6 +416,35 @@ func BenchmarkDecodeFast(b *testing.B) {
 				}
 			}
 			reportPerPoint(b, clk, 32*len(blocks), 0)
+		})
+	}
+}
+
+// BenchmarkEncodeFast measures AppendFast writing the head's frozen blocks
+// (series/head_frozen.go): 32 points at a time, the blocks in turn into one
+// reused buffer, as the head freezes an open chunk's raw points.
+func BenchmarkEncodeFast(b *testing.B) {
+	for _, d := range []int{0, 1, 5, 3} { // gauge, counter, counter-float, gauge-jitter
+		d := benchData[d]
+		b.Run(d.name, func(b *testing.B) {
+			n := len(d.pts) / 32 * 32
+			var out []byte
+			var err error
+			for i := 0; i < n; i += 32 {
+				if out, err = AppendFast(out, testBase, d.pts[i:i+32]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			size := len(out)
+			b.ReportAllocs()
+			clk := startCPU()
+			for b.Loop() {
+				out = out[:0]
+				for i := 0; i < n; i += 32 {
+					out, _ = AppendFast(out, testBase, d.pts[i:i+32])
+				}
+			}
+			reportPerPoint(b, clk, n, size)
 		})
 	}
 }
