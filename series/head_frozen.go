@@ -10,11 +10,12 @@ import (
 
 // freezeAt is how many raw points an open chunk gathers before it encodes
 // them into a frozen block: the head then holds a point in the chunk
-// format (Gorilla XOR, chunk.AppendFast: about 7 bytes for a gauge)
-// instead of as a chunk.Point (24 bytes), and only the newest few raw.
-// chunk.Append's smallest encoding would hold a gauge in 1.5 bytes but
-// costs four times the CPU per point at this block size; the sealed
-// chunk is encoded the smallest way anyway.
+// format (chunk.AppendFast: a two-decimal gauge's or a counter's steps in
+// one fixed width, about 1.3-1.6 bytes a point, other floats Gorilla XOR,
+// about 7) instead of as a chunk.Point (24 bytes), and only the newest few
+// raw. chunk.Append's smallest encoding costs several times the CPU per
+// point at this block size for little less; the sealed chunk is encoded
+// the smallest way anyway.
 const freezeAt = 32
 
 // frozen is the encoded part of an open chunk: blocks in the chunk format
@@ -34,7 +35,7 @@ type frozen struct {
 
 // blockMeta is what a read needs of a frozen block before it decodes it:
 // where it lies in the buffer, which blocks a range meets and how many
-// points they hold (16 bytes a block of freezeAt points, beside the 7-12
+// points they hold (16 bytes a block of freezeAt points, beside the 1.3-12
 // bytes a point of the block).
 type blockMeta struct {
 	first int64  // the block's first timestamp
@@ -98,9 +99,12 @@ func (oc *openChunk) freeze() {
 	oc.pts = pts[:0]
 }
 
-// grow returns the frozen buffer with room for a block of n points (an
-// upper bound for a gauge's: the XOR block of one that outgrows it grows
-// the buffer itself). It grows by a quarter of what the buffer holds (a
+// grow returns the frozen buffer with room for a block of n points: an
+// upper bound of an XOR block of a gauge's, or, after a block of the
+// chunk format, that block's size and a quarter (an int or decimal
+// block's steps vary little in width: about 45 bytes for 32 points of a
+// two-decimal gauge, where the bound is 272); a block that outgrows it
+// grows the buffer itself. It grows by a quarter of what the buffer holds (a
 // few copies over the chunk's life, about a fifth of it empty at worst);
 // in a chunk that expects a number of points (its series' last one held
 // them), by half, but no further than the points still expected take at
@@ -111,6 +115,12 @@ func (oc *openChunk) grow(n int) []byte {
 	need := 16 + 8*n
 	if oc.late {
 		need = packedSize * n
+	} else if k := len(oc.fz.meta); k > 0 {
+		last := int(oc.fz.meta[k-1].end)
+		if k > 1 {
+			last -= int(oc.fz.meta[k-2].end)
+		}
+		need = min(need, last+last/4+8)
 	}
 	buf := oc.fz.buf
 	if cap(buf)-len(buf) >= need {
