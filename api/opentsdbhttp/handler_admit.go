@@ -14,7 +14,7 @@ import (
 // sub-queries come back planned, with the series they read, for
 // runSubQueries to run as they are; a heavy one's nil, planned as it runs.
 // A delete, a percentile sub-query, one with explicit tags and a not_key
-// filter (its planning selects every series of the metric) or one that
+// filter (its planning selects its series, unbounded) or one that
 // does not plan takes a heavy slot (the run reports a planning error as it
 // would have).
 func (s *reads) admitQuery(ctx context.Context, req *opentsdb.QueryRequest, start, end int64, loc *time.Location) ([]query.Request, func(), error) {
