@@ -1056,9 +1056,9 @@ func Decode(dst []Point, b []byte, base int64) ([]Point, error) {
 // Decode is the function Decode through it: many chunks decoded one after
 // another through one Iterator zero no new one (over a kilobyte) per chunk,
 // a cost that counts for small chunks (the head's frozen blocks of 32
-// points). A chunk of the shape AppendFast writes for a regular scrape's
-// ints or decimals decodes in one loop of its own (decodeRegular),
-// without it; it must be Reset before any other use.
+// points). A chunk of the shapes AppendFast writes for ints or decimals
+// decodes in one loop of its own (decodeRegular), without it. Afterwards
+// it must be Reset before any other use.
 func (it *Iterator) Decode(dst []Point, b []byte, base int64) ([]Point, error) {
 	if out, ok := decodeRegular(dst, b, base); ok {
 		return out, nil
