@@ -52,6 +52,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Layout.TagKWidth, "uid-width-tagk", cfg.Layout.TagKWidth, "bytes of a tag key UID (fixed when the data set is created)")
 	fs.IntVar(&cfg.Layout.TagVWidth, "uid-width-tagv", cfg.Layout.TagVWidth, "bytes of a tag value UID (fixed when the data set is created)")
 	fs.StringVar(&cfg.MemoryLimit, "memory-limit", cfg.MemoryLimit, "soft memory limit of the Go runtime (it collects garbage harder near it): bytes, a percentage of the memory available (the least of the machine's, the cgroup's and ulimit -v), or 0 for none; GOMEMLIMIT, if set, wins")
+	fs.IntVar(&cfg.GCPercent, "gc-percent", cfg.GCPercent, "the Go collector's GOGC: how far the heap grows past its live size, in percent, before the next collection (lower: less memory, more CPU in the collector); negative turns collection off; GOGC, if set, wins")
 	fs.TextVar(&cfg.WALFsync, "wal-fsync", cfg.WALFsync, "always: fsync before acknowledging (group commit); interval: write to the OS before acknowledging, fsync every second")
 	fs.Int64Var(&cfg.WALSegmentSize, "wal-segment-size", cfg.WALSegmentSize, "bytes of a WAL segment")
 	fs.Int64Var(&cfg.WALMaxBytes, "wal-max-bytes", cfg.WALMaxBytes, "bytes of WAL past which the oldest open chunks are written early")

@@ -54,6 +54,9 @@ type Config struct {
 	// MemoryLimit is -memory-limit: the Go runtime's soft memory limit,
 	// bytes or a percentage of the memory available (memlimit.go).
 	MemoryLimit string
+	// GCPercent is -gc-percent: the Go collector's GOGC, negative for off
+	// (memlimit.go). GOGC, if set, wins.
+	GCPercent int
 
 	WALFsync       wal.SyncMode
 	WALSegmentSize int64
@@ -129,6 +132,7 @@ func DefaultConfig() Config {
 		Peer:              DefaultPeerConfig(),
 		Layout:            rowkey.DefaultLayout(),
 		MemoryLimit:       DefaultMemoryLimit,
+		GCPercent:         DefaultGCPercent,
 		WALFsync:          so.WAL.Sync,
 		WALSegmentSize:    so.WAL.SegmentSize,
 		WALMaxBytes:       so.WALMaxBytes,
@@ -163,6 +167,7 @@ func Run(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 	if err := applyMemoryLimit(cfg.MemoryLimit, log); err != nil {
 		return err
 	}
+	applyGCPercent(cfg.GCPercent, log)
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("creating the data directory: %w", err)
 	}

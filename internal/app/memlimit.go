@@ -16,6 +16,15 @@ import (
 // memory limit is 60 % of the memory the process may use.
 const DefaultMemoryLimit = "60%"
 
+// DefaultGCPercent is -gc-percent's default: the Go collector lets the heap
+// grow by half its live size between two collections instead of the
+// runtime's 100 %. At the issue's scale (docs/benchmarks.md, "Memory with
+// queries and the running disk peak (session 10)") the heap between
+// collections is most of the process's resident memory, and the query mix's
+// working set raised the collector's goal, so peak RSS with queries stood
+// 40 MB over the write peak; VictoriaMetrics runs its Go heap at GOGC=30.
+const DefaultGCPercent = 50
+
 // ParseMemoryLimit reads -memory-limit: a number of bytes, or a percentage
 // ("60%") of avail, the bytes the process may use (0 or less: unknown,
 // and a percentage is then an error). "0" means no limit and gives 0.
@@ -99,4 +108,18 @@ func applyMemoryLimit(spec string, log *slog.Logger) error {
 	debug.SetMemoryLimit(limit)
 	log.Info("memory limit", "memory_limit", spec, "bytes", limit, "available_bytes", avail, "available_from", where)
 	return nil
+}
+
+// applyGCPercent sets the Go collector's GOGC from percent (-gc-percent;
+// negative: off) unless GOGC is set, which then wins, and logs it.
+func applyGCPercent(percent int, log *slog.Logger) {
+	if env := os.Getenv("GOGC"); env != "" {
+		log.Info("GC percent from GOGC; -gc-percent ignored", "GOGC", env)
+		return
+	}
+	if percent < 0 {
+		percent = -1
+	}
+	debug.SetGCPercent(percent)
+	log.Info("GC percent", "gc_percent", percent)
 }

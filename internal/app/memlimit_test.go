@@ -1,6 +1,9 @@
 package app
 
 import (
+	"io"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -67,4 +70,29 @@ func FuzzParseMemoryLimit(f *testing.F) {
 			t.Errorf("ParseMemoryLimit(%q, %d) = %d, more than all", s, avail, n)
 		}
 	})
+}
+
+func TestApplyGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		name    string
+		env     string
+		percent int
+		want    int
+	}{
+		{"flag", "", 37, 37},
+		{"negative is off", "", -5, -1},
+		{"GOGC wins", "80", 37, 100}, // left as the runtime set it from GOGC (here: 100 above)
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			t.Setenv("GOGC", c.env)
+			applyGCPercent(c.percent, log)
+			if got := debug.SetGCPercent(100); got != c.want {
+				t.Errorf("GC percent %d, want %d", got, c.want)
+			}
+		})
+	}
 }
