@@ -63,7 +63,7 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 		return ctx
 	}
 	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at}
-	if pd.step > 0 && !at {
+	if (pd.step > 0 || pd.step == 0 && pd.span == 0) && !at { // a range or an instant query
 		pd.rates = rateCalls(ctx, es.Expr, pd.step) // promql_window.go
 	}
 	return context.WithValue(ctx, pushdownKey{}, pd)

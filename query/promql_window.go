@@ -37,11 +37,13 @@ import (
 // number literal for its duration), irate, idelta, changes, resets. Over
 // floats alone none of the others draws an annotation.
 //
-// PromPushdown marks the calls that qualify: a range query's call over a
-// plain selector (no @, no subquery, no anchored or smoothed modifier,
+// PromPushdown marks the calls that qualify: a range or instant query's
+// call over a plain selector (no @, no subquery, no anchored or smoothed modifier,
 // whole-millisecond range and offset), no max_source_resolution; an
-// avg/sum/min/max/last_over_time whose steps do not overlap is left to the
-// fold. Select rewrites a call only when every series it selected holds
+// avg/sum/min/max/last_over_time whose steps do not overlap (or in an
+// instant query) is left to the fold. An instant query's call is
+// rewritten to max_over_time(x[1ms]), its one window's sample at the
+// evaluation time. Select rewrites a call only when every series it selected holds
 // floats alone; with histograms the engine evaluates it as written. The
 // rewrite happens while the engine populates the selectors, before it
 // evaluates any; a statement whose call was rewritten must not be executed
@@ -162,7 +164,7 @@ func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Match
 			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.OriginalOffset%time.Millisecond != 0 {
 			return nil
 		}
-		if _, ok := foldFuncs[c.Func.Name]; ok && step >= ms.Range.Milliseconds() {
+		if _, ok := foldFuncs[c.Func.Name]; ok && (step == 0 || step >= ms.Range.Milliseconds()) {
 			return nil // folded as the samples decode (promql_pushdown.go)
 		}
 		for _, m := range vs.LabelMatchers {
@@ -185,7 +187,7 @@ func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Match
 // PromPushdown marked ctx with one, with the query's steps.
 func rateCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*rateCall, *pushdown) {
 	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
-	if pd == nil || len(pd.rates) == 0 || len(ms) == 0 || hints == nil || pd.step <= 0 || pd.span < 0 {
+	if pd == nil || len(pd.rates) == 0 || len(ms) == 0 || hints == nil || pd.step < 0 || pd.step == 0 && pd.span != 0 || pd.span < 0 {
 		return nil, nil
 	}
 	rc := pd.rates[ms[0]]
@@ -223,7 +225,7 @@ func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown
 		rc.call.Func = parser.Functions["max_over_time"]
 	}
 	rc.call.Args = rc.call.Args[:1]
-	rc.sel.Range = time.Duration(pd.step) * time.Millisecond
+	rc.sel.Range = time.Duration(max(pd.step, 1)) * time.Millisecond // an instant query's: (t − 1 ms, t]
 	rc.done = true
 	return set, true
 }
@@ -347,7 +349,8 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 	w.ts, w.fs, w.resets = ts, fs, resets
 	var out []ratePoint
 	lo, hi, ri := 0, 0, 0
-	for r := st.r0; r <= st.end; r += st.step {
+	step := max(st.step, 1) // an instant query's one window: r0 = end
+	for r := st.r0; r <= st.end; r += step {
 		for hi < len(ts) && ts[hi] <= r {
 			hi++
 		}
@@ -370,7 +373,7 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 			}
 		}
 		if out == nil {
-			out = make([]ratePoint, 0, int((st.end-r)/st.step)+1)
+			out = make([]ratePoint, 0, int((st.end-r)/step)+1)
 		}
 		out = append(out, ratePoint{t: r, f: f})
 	}

@@ -90,7 +90,8 @@ func TestPromRateManySeries(t *testing.T) {
 // TestPromWindowFuncsComputed: every function Select computes besides the
 // rates, over counters with resets in the store and gauges in the head,
 // answers as the engine does, bit for bit, and was computed (its call
-// rewritten) when the steps overlap.
+// rewritten) when the steps overlap, and in an instant query but for the
+// five functions folded.
 func TestPromWindowFuncsComputed(t *testing.T) {
 	ctx := context.Background()
 	env := openEquiv(t, 4)
@@ -100,14 +101,19 @@ func TestPromWindowFuncsComputed(t *testing.T) {
 	start, end := time.UnixMilli(env.last-3*rowkey.HourMs), time.UnixMilli(env.last-rowkey.HourMs/2)
 	r := rand.New(rand.NewPCG(4, 4))
 	for name := range windowFuncs {
-		for _, step := range []time.Duration{time.Minute, 10 * time.Second, 7 * time.Minute} {
+		for _, step := range []time.Duration{time.Minute, 10 * time.Second, 7 * time.Minute, 0} {
 			for _, c := range []struct {
 				sel string
 				rng time.Duration
 			}{{"m[5m]", 5 * time.Minute}, {"m[10m] offset 3m", 10 * time.Minute}, {"m{host=~\"h0.|stale|huge\"}[90s]", 90 * time.Second}} {
 				sel := c.sel
 				expr := windowExpr(r, name, sel)
-				mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+				mk := func() (promql.Query, error) {
+					if step == 0 { // an instant query
+						return eng.NewInstantQuery(ctx, qy, nil, expr, end)
+					}
+					return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step)
+				}
 				want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
 				var pushed promql.Query
 				var before string
@@ -122,7 +128,7 @@ func TestPromWindowFuncsComputed(t *testing.T) {
 					t.Fatalf("%s step %s: an empty answer", expr, step)
 				}
 				_, folds := foldFuncs[name]
-				if rewritten := pushed.Statement().String() != before; rewritten == (folds && step >= c.rng) {
+				if rewritten := pushed.Statement().String() != before; rewritten == (folds && (step == 0 || step >= c.rng)) {
 					t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, pushed.Statement())
 				}
 			}
@@ -133,12 +139,14 @@ func TestPromWindowFuncsComputed(t *testing.T) {
 // FuzzPromWindowMatchesEngine: a series made of the input (values with
 // NaN, ±Inf, staleness markers, huge values, drops; gaps and repeated
 // timestamps), half in the store and half in the head, and a range
-// function over it at some range, offset and step: Select's answer
+// function over it at some range, offset and step (or in an instant
+// query): Select's answer
 // (PromPushdown) is the engine's, bit for bit.
 func FuzzPromWindowMatchesEngine(f *testing.F) {
 	f.Add([]byte("\x05\x10\x20\x31\x42\x53\x64\x75\x86\x97\xa8\xb9\xca\xdb"), uint8(0), uint16(300), uint16(60), int16(0))
 	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"), uint8(3), uint16(45), uint16(10), int16(-30))
 	f.Add([]byte("\xff\x00\xff\x00\x7f\x80\x7f\x80\x30\x30\x30\x30"), uint8(9), uint16(600), uint16(7), int16(120))
+	f.Add([]byte("\x11\x27\x21\x37\x31\x47\x41\x57\x00\x67\x51\x06"), uint8(7), uint16(120), uint16(5), int16(0))
 	f.Add([]byte("\x13\x23\x33\x43\x53\x63\x73\x83\x93\xa3\xb3\xc3\xd3\xe3\xf3"), uint8(12), uint16(90), uint16(30), int16(5))
 	names := make([]string, 0, len(windowFuncs))
 	for name := range windowFuncs {
@@ -203,7 +211,12 @@ func FuzzPromWindowMatchesEngine(f *testing.F) {
 		start, end := time.UnixMilli(t0-10*60_000), time.UnixMilli(tt+10*60_000)
 		eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, EnableNegativeOffset: true})
 		qy := env.eng.Queryable(PromLimits{})
-		mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+		mk := func() (promql.Query, error) {
+			if stepS%5 == 0 { // an instant query, at the last point plus the step
+				return eng.NewInstantQuery(ctx, qy, nil, expr, time.UnixMilli(tt).Add(step))
+			}
+			return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step)
+		}
 		want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
 		got := runQuery(t, mk, func(q promql.Query) context.Context { return PromPushdown(ctx, q.Statement()) })
 		if got != want {
