@@ -2,6 +2,8 @@ package query_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,7 +26,21 @@ import (
 // raw query's wall time from when it is due, p50 and p90: what the light
 // lane leaves of its wait, the processors it shares with the heavy
 // queries' goroutines; and the heavy queries answered a second.
+//
+// wake=timer: the raw query's goroutine wakes from a sleep. wake=net: it
+// is woken by a byte on a loopback TCP connection, as a server's
+// connection goroutine is by a request, and answers with a byte; the wall
+// time is the round trip. Go's scheduler looks at the network only when a
+// processor runs out of goroutines (or every 10 ms), so -cpu 2,3 (GOMAXPROCS
+// at the cores and one more, cmd/hourglass's -gomaxprocs-extra) shows what
+// a spare processor does for a request woken by the network.
 func BenchmarkLightUnderLoad(b *testing.B) {
+	for _, wake := range []string{"timer", "net"} {
+		b.Run("wake="+wake, func(b *testing.B) { benchLightUnderLoad(b, wake == "net") })
+	}
+}
+
+func benchLightUnderLoad(b *testing.B, viaNet bool) {
 	env := openBench(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
@@ -36,6 +52,18 @@ func BenchmarkLightUnderLoad(b *testing.B) {
 		}
 		defer qr.Close()
 		return qr.Exec(query.PromPushdown(ctx, qr.Statement())).Err
+	}
+	headEnd := env.end + rowkey.HourMs - benchStepMs
+	light := func() error {
+		return run(`{__name__="cpu.usage",host="h00007"}`, headEnd-rowkey.HourMs, headEnd, benchStepMs*time.Millisecond)
+	}
+	var client net.Conn
+	if viaNet {
+		var err error
+		if client, err = lightServer(ctx, light); err != nil {
+			b.Fatal(err)
+		}
+		defer client.Close()
 	}
 	var wg sync.WaitGroup
 	var heavy atomic.Int64
@@ -53,15 +81,27 @@ func BenchmarkLightUnderLoad(b *testing.B) {
 			}
 		}()
 	}
-	headEnd := env.end + rowkey.HourMs - benchStepMs
 	var walls []time.Duration
+	buf := []byte{0}
 	for b.Loop() {
+		if viaNet {
+			t0 := time.Now()
+			if _, err := client.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(client, buf); err != nil || buf[0] != 0 {
+				b.Fatalf("light query over the connection: %v (answer %d)", err, buf[0])
+			}
+			walls = append(walls, time.Since(t0))
+			time.Sleep(time.Millisecond) // requests arrive apart, as the mix's do
+			continue
+		}
 		// A request arriving: the goroutine wakes (here from a sleep, in
 		// the server from the network poller) and waits for a processor
 		// as a request's does; its wall time counts from the wake-up due.
 		t0 := time.Now()
 		time.Sleep(time.Millisecond)
-		if err := run(`{__name__="cpu.usage",host="h00007"}`, headEnd-rowkey.HourMs, headEnd, benchStepMs*time.Millisecond); err != nil {
+		if err := light(); err != nil {
 			b.Fatal(err)
 		}
 		walls = append(walls, time.Since(t0)-time.Millisecond)
@@ -176,4 +216,36 @@ type hostPrefix string
 func (m hostPrefix) Key() string { return "host" }
 func (m hostPrefix) Matches(v string, ok bool) bool {
 	return ok && len(v) > len(m) && v[:len(m)] == string(m)
+}
+
+// lightServer accepts one loopback connection and, for every byte read on
+// it, runs light and answers a byte (0: done, 1: light failed); it returns
+// the client's end.
+func lightServer(ctx context.Context, light func() error) (net.Conn, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		defer ln.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := []byte{0}
+		for ctx.Err() == nil {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			buf[0] = 0
+			if light() != nil {
+				buf[0] = 1
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return net.Dial("tcp", ln.Addr().String())
 }

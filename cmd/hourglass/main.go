@@ -125,6 +125,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.API.Conn.BodyReadTimeout, "body-read-timeout", cfg.API.Conn.BodyReadTimeout, "time to read a request body, plus one second per -body-min-rate bytes read")
 	fs.Int64Var(&cfg.API.Conn.BodyMinRate, "body-min-rate", cfg.API.Conn.BodyMinRate, "bytes per second a request body must keep up past -body-read-timeout")
 	fs.DurationVar(&cfg.API.Conn.TelnetIdleTimeout, "telnet-idle-timeout", cfg.API.Conn.TelnetIdleTimeout, "a telnet connection that sends nothing this long is closed")
+	procsExtra := fs.Int("gomaxprocs-extra", 1, "processors (Ps) the Go runtime gets beyond the CPUs it may use, so that a request arriving while queries keep every CPU busy is read at once (procs.go); 0: Go's default; the GOMAXPROCS environment variable, if set, wins")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -158,6 +159,9 @@ func run(args []string) error {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg.API.Version = version
+	if err := setProcs(*procsExtra, cfg.Logger); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
