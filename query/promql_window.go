@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"hourglass/internal/procs"
 )
 
 // Range functions computed in the querier. The engine evaluates
@@ -247,11 +248,11 @@ func rateInfo(rc *rateCall, ss []*promSeries) annotations.Annotations {
 	return a
 }
 
-// eachSeries calls fn for every series of ss, on up to GOMAXPROCS
+// eachSeries calls fn for every series of ss, on up to procs.Workers()
 // goroutines (a goroutine per 64 series at most), each with its own W; it
 // returns the first error, or ctx's once it is done.
 func eachSeries[W any](ctx context.Context, ss []*promSeries, fn func(w *W, s *promSeries) error) error {
-	workers := min(runtime.GOMAXPROCS(0), (len(ss)+63)/64)
+	workers := min(procs.Workers(), (len(ss)+63)/64)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, workers)

@@ -2,10 +2,10 @@ package query
 
 import (
 	"context"
-	"runtime"
 	"sync"
 
 	"hourglass/chunk"
+	"hourglass/internal/procs"
 	"hourglass/rollup"
 	"hourglass/rowkey"
 	"hourglass/series"
@@ -93,7 +93,7 @@ func (s *StoreRollups) bySalt(ctx context.Context, entries []*series.Entry, read
 		mu       sync.Mutex
 		firstErr error
 	)
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0)*2)
+	sem := make(chan struct{}, procs.Workers()*2)
 	for _, idx := range groups {
 		tsuids := make([][]byte, len(idx))
 		for j, i := range idx {

@@ -11,12 +11,12 @@ package query
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 
 	"hourglass/chunk"
 	"hourglass/downsample"
+	"hourglass/internal/procs"
 	"hourglass/rowkey"
 	"hourglass/series"
 	"hourglass/store"
@@ -204,7 +204,7 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 	metricSeries := e.metricSeries(entries)
 	var mu sync.Mutex
 	var firstErr error
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0)*2)
+	sem := make(chan struct{}, procs.Workers()*2)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"hourglass/api/opentsdb"
 	"hourglass/chunk"
 	"hourglass/downsample"
+	"hourglass/internal/procs"
 	"hourglass/meta"
 	"hourglass/model"
 	"hourglass/query"
@@ -182,7 +182,7 @@ func (s *reads) readQueryRequest(w http.ResponseWriter, r *http.Request, body *b
 // runSubQueries runs req's sub-queries into subs: as planned says when it
 // is not nil (a light request's, planned by admitQuery), else each planned
 // as it runs. A request that deletes,
-// or has one sub-query, runs them in turn; otherwise up to GOMAXPROCS run
+// or has one sub-query, runs them in turn; otherwise up to procs.Workers() (the CPUs) run
 // at once, each bounded by its own limits as when alone, so that a
 // dashboard's many small sub-queries (one per panel line) use every core,
 // as one large sub-query's scan already does. They are started in request
@@ -197,7 +197,7 @@ func (s *reads) runSubQueries(ctx context.Context, req *opentsdb.QueryRequest, p
 		}
 		return &planned[i]
 	}
-	workers := min(len(subs), runtime.GOMAXPROCS(0))
+	workers := min(len(subs), procs.Workers())
 	if workers <= 1 || req.Delete {
 		for i := range req.Queries {
 			if err := s.runSubQuery(ctx, req, &req.Queries[i], plannedAt(i), &subs[i], start, end, loc); err != nil {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+
+	"hourglass/internal/procs"
 )
 
 // setProcs sets GOMAXPROCS to Go's default (the processors the process
@@ -38,6 +40,12 @@ func setProcs(extra int, log *slog.Logger) error {
 	}
 	n := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(n + extra)
+	// A query's own goroutines stay within the CPUs: the spare P is for
+	// the network, and six scans at once instead of four held more
+	// buffers (peak RSS with queries +60-100 MB at GOGC 100) and slowed
+	// the heavy kinds (docs/benchmarks.md, "Light queries and the
+	// processor (session 10)").
+	procs.SetWorkers(n)
 	log.Debug("GOMAXPROCS set", "default", n, "GOMAXPROCS", n+extra)
 	return nil
 }

@@ -5,11 +5,13 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"hourglass/internal/procs"
 )
 
 func TestSetProcs(t *testing.T) {
 	def := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(def) })
+	t.Cleanup(func() { runtime.GOMAXPROCS(def); procs.SetWorkers(0) })
 	quiet := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		name  string
@@ -39,6 +41,10 @@ func TestSetProcs(t *testing.T) {
 			}
 			if got := runtime.GOMAXPROCS(0); got != tc.want {
 				t.Errorf("setProcs(%d) with GOMAXPROCS=%q: GOMAXPROCS %d, want %d", tc.extra, tc.env, got, tc.want)
+			}
+			// A query's workers stay at the CPUs whatever the spare Ps.
+			if got := procs.Workers(); got != def {
+				t.Errorf("setProcs(%d) with GOMAXPROCS=%q: procs.Workers() %d, want %d", tc.extra, tc.env, got, def)
 			}
 		})
 	}
