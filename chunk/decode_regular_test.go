@@ -29,12 +29,8 @@ func decodeIter(b []byte, base int64) ([]Point, error) {
 // the step or a float that is not a decimal, which AppendFast writes in
 // another shape), stepping by amounts of a width the data picks.
 func regularPoints(data []byte) (int64, []Point) {
-	take := func(n int) uint64 {
-		var b [8]byte
-		k := copy(b[8-n:], data)
-		data = data[k:]
-		return binary.BigEndian.Uint64(b[:])
-	}
+	in := fuzzInput(data)
+	take := in.take
 	base := testBase + (int64(take(1)%16)-8)*HourMillis
 	n := 1 + int(take(2)%300)
 	step := 1 + int64(take(3)%20000)

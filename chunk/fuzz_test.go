@@ -7,17 +7,24 @@ import (
 	"testing"
 )
 
+// fuzzInput hands out a fuzz input's bytes as big-endian numbers of n
+// bytes, zeros once it runs out.
+type fuzzInput []byte
+
+func (in *fuzzInput) take(n int) uint64 {
+	var b [8]byte
+	k := copy(b[8-n:], *in)
+	*in = (*in)[k:]
+	return binary.BigEndian.Uint64(b[:])
+}
+
 // fuzzPoints derives a valid chunk's worth of points from arbitrary bytes,
 // steering timestamps (regular, jittered, irregular, far apart) and values
 // (repeats, small and huge ints, raw float bits, decimals, NaN payloads,
 // ±Inf, -0) so that every encoding gets exercised.
 func fuzzPoints(data []byte) (int64, []Point) {
-	take := func(n int) uint64 {
-		var b [8]byte
-		k := copy(b[8-n:], data)
-		data = data[k:]
-		return binary.BigEndian.Uint64(b[:])
-	}
+	in := fuzzInput(data)
+	take := in.take
 	base := testBase + (int64(take(1)%16)-8)*HourMillis
 	end := base + HourMillis
 	t := base + int64(take(3)%HourMillis)
@@ -26,7 +33,7 @@ func fuzzPoints(data []byte) (int64, []Point) {
 	var pts []Point
 	prev := Float(0)
 	m := int64(0)
-	for len(data) > 0 && len(pts) < 5000 {
+	for len(in) > 0 && len(pts) < 5000 {
 		op := take(1)
 		v := prev
 		switch op >> 4 & 7 {
