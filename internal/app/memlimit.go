@@ -17,14 +17,15 @@ import (
 const DefaultMemoryLimit = "60%"
 
 // DefaultGCPercent is -gc-percent's default: the Go collector lets the heap
-// grow by half its live size between two collections instead of the
-// runtime's 100 %. At the issue's scale (docs/benchmarks.md, "Memory with
-// queries and the running disk peak (session 10)") the heap between
-// collections is the largest part of the process's resident memory, and
-// the query mix's working set raised the collector's goal: at 100 the peak
-// RSS was 249–297 MB, at 50 209–212 MB, for ~6 % more CPU on writes.
-// VictoriaMetrics runs its Go heap at GOGC=30.
-const DefaultGCPercent = 50
+// grow by three quarters of its live size between two collections instead
+// of the runtime's 100 %. At the issue's scale (docs/benchmarks.md, "Memory
+// with queries and the running disk peak (session 10)" and "A query's
+// goroutines count the CPUs") the heap between collections is the largest
+// part of the process's resident memory: the write peak was 246–267 MB at
+// 100, 221–241 at 75, 208–218 at 50; but at 50 telnet's write CPU per point
+// rose past half VictoriaMetrics' (0.49–0.55 CPU-s per M points against
+// 0.42–0.45 at 75). VictoriaMetrics runs its Go heap at GOGC=30.
+const DefaultGCPercent = 75
 
 // ParseMemoryLimit reads -memory-limit: a number of bytes, or a percentage
 // ("60%") of avail, the bytes the process may use (0 or less: unknown,
