@@ -135,8 +135,8 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err := q.load(ctx, out, start, end); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	if rc, pd := rateCallFor(ctx, hints, ms); rc != nil { // promql_window.go
-		if set, ok := q.selectRate(ctx, rc, pd, hints, out); ok {
+	if rc, pd := windowCallFor(ctx, hints, ms); rc != nil { // promql_window.go
+		if set, ok := q.selectWindow(ctx, rc, pd, hints, out); ok {
 			return set
 		}
 	}
@@ -492,9 +492,9 @@ type promSeries struct {
 	entry      *series.Entry
 	cells      *seriesCells // nil: no samples
 	start, end int64
-	ot         *overTime    // not nil: folded by window (promql_pushdown.go)
-	ls         *lastPerStep // not nil: thinned to the last sample per step (same)
-	pre        []ratePoint  // with computed: its samples computed ahead (promql_rate.go)
+	ot         *overTime     // not nil: folded by window (promql_pushdown.go)
+	ls         *lastPerStep  // not nil: thinned to the last sample per step (same)
+	pre        []windowPoint // with computed: its samples computed ahead (promql_rate.go)
 	computed   bool
 }
 

@@ -70,8 +70,8 @@ const (
 	winResets
 )
 
-// rateCall is a call PromPushdown found that Select may compute.
-type rateCall struct {
+// windowCall is a call PromPushdown found that Select may compute.
+type windowCall struct {
 	call            *parser.Call
 	sel             *parser.MatrixSelector
 	rng             int64         // the range, ms
@@ -128,14 +128,14 @@ func numberArg(e parser.Expr) (float64, bool) {
 	}
 }
 
-// rateCalls returns the calls of e that Select may compute at steps of
+// windowCalls returns the calls of e that Select may compute at steps of
 // step ms, by the first label matcher of their selector, which the engine
 // passes to Select as it is.
-func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Matcher]*rateCall {
+func windowCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Matcher]*windowCall {
 	if maxSourceResolution(ctx) > 0 {
 		return nil
 	}
-	var out map[*labels.Matcher]*rateCall
+	var out map[*labels.Matcher]*windowCall
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 		c, ok := n.(*parser.Call)
 		if !ok || len(c.Args) == 0 {
@@ -174,9 +174,9 @@ func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Match
 			}
 		}
 		if out == nil {
-			out = map[*labels.Matcher]*rateCall{}
+			out = map[*labels.Matcher]*windowCall{}
 		}
-		out[vs.LabelMatchers[0]] = &rateCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
+		out[vs.LabelMatchers[0]] = &windowCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
 			counter: kind.counter, isRate: kind.isRate, name: c.Func.Name, fn: kind.fn,
 			offset: vs.OriginalOffset.Milliseconds(), arg: arg}
 		return nil
@@ -184,9 +184,9 @@ func rateCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Match
 	return out
 }
 
-// rateCallFor returns the call whose selector has the matchers ms, if
+// windowCallFor returns the call whose selector has the matchers ms, if
 // PromPushdown marked ctx with one, with the query's steps.
-func rateCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*rateCall, *pushdown) {
+func windowCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (*windowCall, *pushdown) {
 	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
 	if pd == nil || len(pd.rates) == 0 || len(ms) == 0 || hints == nil || pd.step < 0 || pd.step == 0 && pd.span != 0 || pd.span < 0 {
 		return nil, nil
@@ -198,17 +198,17 @@ func rateCallFor(ctx context.Context, hints *storage.SelectHints, ms []*labels.M
 	return rc, pd
 }
 
-// selectRate computes rc at every step for the series of ss (loaded over
+// selectWindow computes rc at every step for the series of ss (loaded over
 // the hinted range: the first step's window to the last step) and rewrites
 // the call; false (nothing done) when a series holds histograms.
-func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown, hints *storage.SelectHints, ss []*promSeries) (storage.SeriesSet, bool) {
+func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *pushdown, hints *storage.SelectHints, ss []*promSeries) (storage.SeriesSet, bool) {
 	for _, s := range ss {
 		if s.cells != nil && s.cells.hasHist() {
 			return nil, false
 		}
 	}
 	steps := stepTimes{r0: hints.End - pd.span, step: pd.step, end: hints.End}
-	err := eachSeries(ctx, ss, func(w *rateWorker, s *promSeries) error { return w.series(s, rc, steps) })
+	err := eachSeries(ctx, ss, func(w *windowWorker, s *promSeries) error { return w.series(s, rc, steps) })
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
 	}
@@ -233,7 +233,7 @@ func (q *promQuerier) selectRate(ctx context.Context, rc *rateCall, pd *pushdown
 
 // rateInfo is the engine's info for rate and increase over a series whose
 // name does not end as a counter's does (and that has a result).
-func rateInfo(rc *rateCall, ss []*promSeries) annotations.Annotations {
+func rateInfo(rc *windowCall, ss []*promSeries) annotations.Annotations {
 	var a annotations.Annotations
 	for _, s := range ss {
 		if len(s.pre) == 0 {
@@ -291,14 +291,14 @@ func eachSeries[W any](ctx context.Context, ss []*promSeries, fn func(w *W, s *p
 // stepTimes is the ends of a selector's windows: r0, r0+step, ... up to end.
 type stepTimes struct{ r0, step, end int64 }
 
-// ratePoint is one step's result.
-type ratePoint struct {
+// windowPoint is one step's result.
+type windowPoint struct {
 	t int64
 	f float64
 }
 
-// rateWorker computes series one after the other with its buffers.
-type rateWorker struct {
+// windowWorker computes series one after the other with its buffers.
+type windowWorker struct {
 	raw    rawPoints
 	ts     []int64
 	fs     []float64
@@ -306,7 +306,7 @@ type rateWorker struct {
 }
 
 // series computes rc over s's samples at each step into s.pre.
-func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
+func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error {
 	s.pre = nil
 	if !w.raw.reset(s) {
 		return nil
@@ -348,7 +348,7 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 		}
 	}
 	w.ts, w.fs, w.resets = ts, fs, resets
-	var out []ratePoint
+	var out []windowPoint
 	lo, hi, ri := 0, 0, 0
 	step := max(st.step, 1) // an instant query's one window: r0 = end
 	for r := st.r0; r <= st.end; r += step {
@@ -374,9 +374,9 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 			}
 		}
 		if out == nil {
-			out = make([]ratePoint, 0, int((st.end-r)/step)+1)
+			out = make([]windowPoint, 0, int((st.end-r)/step)+1)
 		}
-		out = append(out, ratePoint{t: r, f: f})
+		out = append(out, windowPoint{t: r, f: f})
 	}
 	s.pre = out
 	return nil
@@ -387,7 +387,7 @@ func (w *rateWorker) series(s *promSeries, rc *rateCall, st stepTimes) error {
 // least two) ending at r; resets are the counter resets from the window's
 // on, as indexes of the series' samples, of which the window's first is
 // off.
-func (rc *rateCall) extrapolate(ts []int64, fs []float64, resets []int, off int, r int64) float64 {
+func (rc *windowCall) extrapolate(ts []int64, fs []float64, resets []int, off int, r int64) float64 {
 	n := len(fs) - 1
 	firstT, lastT := ts[0], ts[n]
 	resultFloat := fs[n] - fs[0]
@@ -433,7 +433,7 @@ func (rc *rateCall) extrapolate(ts []int64, fs []float64, resets []int, off int,
 // window is the function's value over the window's samples ts, fs ending
 // at r, as the engine's function computes it over floats
 // (promql/functions.go); false when it has none.
-func (rc *rateCall) window(ts []int64, fs []float64, r int64) (float64, bool) {
+func (rc *windowCall) window(ts []int64, fs []float64, r int64) (float64, bool) {
 	n := len(fs)
 	if n == 0 {
 		return 0, false
@@ -619,7 +619,7 @@ func linearRegression(ts []int64, fs []float64, interceptTime int64) (slope, int
 // preIterator is a chunkenc.Iterator over a series' computed results.
 type preIterator[T ~int64] struct {
 	pushed
-	pre []ratePoint
+	pre []windowPoint
 	i   int
 }
 
