@@ -494,7 +494,7 @@ type promSeries struct {
 	start, end int64
 	ot         *overTime     // not nil: folded by window (promql_pushdown.go)
 	ls         *lastPerStep  // not nil: thinned to the last sample per step (same)
-	pre        []windowPoint // with computed: its samples computed ahead (promql_rate.go)
+	pre        []windowPoint // with computed: its samples computed ahead (promql_window.go)
 	computed   bool
 }
 

@@ -106,7 +106,7 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 				return pc
 			})
 			if strings.Contains(stmt.String(), "max_over_time") && !strings.Contains(expr, "max_over_time") {
-				rated++ // computed by Select (promql_rate.go), the call rewritten
+				rated++ // computed by Select (promql_window.go), the call rewritten
 			}
 			if got != want {
 				t.Fatalf("seed %d case %d: %s, [%d, %d] step %s:\n%s", seed, n, expr, start, end, step, firstDiff(got, want))
