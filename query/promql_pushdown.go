@@ -64,7 +64,7 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	}
 	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at}
 	if (pd.step > 0 || pd.step == 0 && pd.span == 0) && !at { // a range or an instant query
-		pd.rates = windowCalls(ctx, es.Expr, pd.step) // promql_window.go
+		pd.rates = windowCalls(ctx, &es.Expr, pd.step) // promql_window.go
 	}
 	return context.WithValue(ctx, pushdownKey{}, pd)
 }

@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/schema"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -26,11 +28,13 @@ import (
 // (promql_pushdown.go) does not apply; instead, once a selector's samples
 // are loaded, Select computes the function at every step itself, from the
 // samples in memory (a sliding window over one slice, no copies), with the
-// engine's arithmetic operation for operation, and rewrites the call to
-// max_over_time(x[step]) (last_over_time(x[step]) for last_over_time, which
-// keeps the metric name): the engine then reads one sample per step, the
-// value computed, and returns it as it is (the metric name dropped, as the
-// function drops it). The engine's info for a rate over a name that does
+// engine's arithmetic operation for operation, and replaces the call in
+// the statement by its selector x (selectWindow), whose series then hold
+// one sample per step, the value computed, with the labels the function
+// gives; where it cannot, rewrites the call to max_over_time(x[step])
+// (last_over_time(x[step]) for last_over_time, which keeps the metric
+// name): the engine then reads one sample per step and returns it as it
+// is (the metric name dropped, as the function drops it). The engine's info for a rate over a name that does
 // not look like a counter is given by the series set.
 //
 // The functions: rate, increase, delta; avg, sum, min, max, last, count,
@@ -44,7 +48,7 @@ import (
 // avg/sum/min/max/last_over_time whose steps do not overlap (or in an
 // instant query) is left to the fold. An instant query's call is
 // rewritten to max_over_time(x[1ms]), its one window's sample at the
-// evaluation time. Select rewrites a call only when every series it selected holds
+// evaluation time (or replaced by x, its one sample at that time). Select rewrites a call only when every series it selected holds
 // floats alone; with histograms the engine evaluates it as written. The
 // rewrite happens while the engine populates the selectors, before it
 // evaluates any; a statement whose call was rewritten must not be executed
@@ -81,6 +85,7 @@ type windowCall struct {
 	fn              int           // win*
 	offset          int64         // the selector's offset, ms: predict_linear's evaluation time is the window's end + offset
 	arg             float64       // predict_linear's duration
+	slot            *parser.Expr  // the field that holds call, where a vector selector may replace it (nil: none)
 	done            bool          // rewritten
 }
 
@@ -128,15 +133,15 @@ func numberArg(e parser.Expr) (float64, bool) {
 	}
 }
 
-// windowCalls returns the calls of e that Select may compute at steps of
-// step ms, by the first label matcher of their selector, which the engine
-// passes to Select as it is.
-func windowCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Matcher]*windowCall {
+// windowCalls returns the calls of the expression *root that Select may
+// compute at steps of step ms, by the first label matcher of their
+// selector, which the engine passes to Select as it is.
+func windowCalls(ctx context.Context, root *parser.Expr, step int64) map[*labels.Matcher]*windowCall {
 	if maxSourceResolution(ctx) > 0 {
 		return nil
 	}
 	var out map[*labels.Matcher]*windowCall
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+	parser.Inspect(*root, func(n parser.Node, path []parser.Node) error {
 		c, ok := n.(*parser.Call)
 		if !ok || len(c.Args) == 0 {
 			return nil
@@ -178,10 +183,56 @@ func windowCalls(ctx context.Context, e parser.Expr, step int64) map[*labels.Mat
 		}
 		out[vs.LabelMatchers[0]] = &windowCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
 			counter: kind.counter, isRate: kind.isRate, name: c.Func.Name, fn: kind.fn,
-			offset: vs.OriginalOffset.Milliseconds(), arg: arg}
+			offset: vs.OriginalOffset.Milliseconds(), arg: arg, slot: slotOf(root, path, c)}
 		return nil
 	})
 	return out
+}
+
+// slotOf returns the field that holds c, its parent's (the last node of
+// path) or root when c is the whole expression, if the engine evaluates a
+// vector selector there as it evaluates any other expression of its
+// values; nil if not: timestamp and start_timestamp read a vector
+// selector's sample times, absent its matchers, info its selector.
+func slotOf(root *parser.Expr, path []parser.Node, c *parser.Call) *parser.Expr {
+	if len(path) == 0 {
+		if *root == c {
+			return root
+		}
+		return nil
+	}
+	switch p := path[len(path)-1].(type) {
+	case *parser.AggregateExpr:
+		if p.Expr == c {
+			return &p.Expr
+		}
+	case *parser.BinaryExpr:
+		if p.LHS == c {
+			return &p.LHS
+		}
+		if p.RHS == c {
+			return &p.RHS
+		}
+	case *parser.ParenExpr:
+		if p.Expr == c {
+			return &p.Expr
+		}
+	case *parser.UnaryExpr:
+		if p.Expr == c {
+			return &p.Expr
+		}
+	case *parser.Call:
+		switch p.Func.Name {
+		case "timestamp", "start_timestamp", "absent", "info":
+			return nil
+		}
+		for i := range p.Args {
+			if p.Args[i] == c {
+				return &p.Args[i]
+			}
+		}
+	}
+	return nil
 }
 
 // windowCallFor returns the call whose selector has the matchers ms, if
@@ -219,6 +270,23 @@ func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *push
 	if rc.counter {
 		set.warn = rateInfo(rc, ss)
 	}
+	rc.done = true
+	if rc.slot != nil && (rc.fn == winLast || sameSchema(ss)) {
+		// The engine evaluates the selector itself in the call's place:
+		// at each step, the computed sample at the step's time (a
+		// staleness marker where the function has no value), with the
+		// labels the function gives: its metric name (and type and unit)
+		// dropped but for last_over_time, which no two series then share.
+		// The engine's name removal is not delayed
+		// (EnableDelayedNameRemoval, not set).
+		if rc.fn != winLast {
+			for _, s := range ss {
+				s.lbls = s.lbls.DropReserved(schema.IsMetadataLabel)
+			}
+		}
+		*rc.slot = rc.sel.VectorSelector
+		return set, true
+	}
 	// The engine evaluates max_over_time(x[step]) instead: one sample per
 	// window, at its end; last_over_time(x[step]) for last_over_time, which
 	// keeps the metric name.
@@ -227,8 +295,23 @@ func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *push
 	}
 	rc.call.Args = rc.call.Args[:1]
 	rc.sel.Range = time.Duration(max(pd.step, 1)) * time.Millisecond // an instant query's: (t − 1 ms, t]
-	rc.done = true
 	return set, true
+}
+
+// sameSchema reports whether the series of ss have the same metric name,
+// type and unit: without them they still differ.
+func sameSchema(ss []*promSeries) bool {
+	if len(ss) == 0 {
+		return true
+	}
+	l0 := ss[0].lbls
+	n, t, u := l0.Get(labels.MetricName), l0.Get(model.MetricTypeLabel), l0.Get(model.MetricUnitLabel)
+	for _, s := range ss[1:] {
+		if s.lbls.Get(labels.MetricName) != n || s.lbls.Get(model.MetricTypeLabel) != t || s.lbls.Get(model.MetricUnitLabel) != u {
+			return false
+		}
+	}
+	return true
 }
 
 // rateInfo is the engine's info for rate and increase over a series whose
@@ -290,6 +373,9 @@ func eachSeries[W any](ctx context.Context, ss []*promSeries, fn func(w *W, s *p
 
 // stepTimes is the ends of a selector's windows: r0, r0+step, ... up to end.
 type stepTimes struct{ r0, step, end int64 }
+
+// staleNaN is a staleness marker.
+var staleNaN = math.Float64frombits(value.StaleNaN)
 
 // windowPoint is one step's result.
 type windowPoint struct {
@@ -359,19 +445,25 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 			lo++
 		}
 		var f float64
+		ok := true
 		if rc.fn == winRate {
-			if hi-lo < 2 {
-				continue
+			if ok = hi-lo >= 2; ok {
+				for ri < len(resets) && resets[ri] <= lo {
+					ri++
+				}
+				f = rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)
 			}
-			for ri < len(resets) && resets[ri] <= lo {
-				ri++
-			}
-			f = rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)
 		} else {
-			var ok bool
-			if f, ok = rc.window(ts[lo:hi], fs[lo:hi], r); !ok {
-				continue
+			f, ok = rc.window(ts[lo:hi], fs[lo:hi], r)
+		}
+		if !ok {
+			// No value: a staleness marker, so that a vector selector
+			// evaluated over the results (selectWindow) does not look back
+			// to the last step's.
+			if out != nil {
+				out = append(out, windowPoint{t: r, f: staleNaN})
 			}
+			continue
 		}
 		if out == nil {
 			out = make([]windowPoint, 0, int((st.end-r)/step)+1)
