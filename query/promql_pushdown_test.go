@@ -33,7 +33,7 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 		EnableAtModifier: true, EnableNegativeOffset: true})
 	funcs := []string{"avg_over_time", "sum_over_time", "min_over_time", "max_over_time", "last_over_time", "count_over_time",
 		"rate", "increase", "delta", "present_over_time", "stddev_over_time", "stdvar_over_time", "deriv",
-		"predict_linear", "irate", "idelta", "changes", "resets"}
+		"predict_linear", "irate", "idelta", "changes", "resets", "quantile_over_time"}
 	ranges := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, time.Hour, 90 * time.Minute}
 	folded, rated := 0, 0
 	for seed := range uint64(2) {
@@ -129,6 +129,9 @@ func TestPromPushdownMatchesEngine(t *testing.T) {
 func windowExpr(r *rand.Rand, fn, sel string) string {
 	if fn == "predict_linear" {
 		return fmt.Sprintf("predict_linear(%s, %s)", sel, []string{"600", "-90.5", "(3600)", "0"}[r.IntN(4)])
+	}
+	if fn == "quantile_over_time" {
+		return fmt.Sprintf("quantile_over_time(%s, %s)", []string{"0.9", "0", "1", "(0.5)", "0.37"}[r.IntN(5)], sel)
 	}
 	return fmt.Sprintf("%s(%s)", fn, sel)
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"math"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,9 @@ import (
 //
 // The functions: rate, increase, delta; avg, sum, min, max, last, count,
 // present, stddev and stdvar _over_time; deriv, predict_linear (with a
-// number literal for its duration), irate, idelta, changes, resets. Over
-// floats alone none of the others draws an annotation.
+// number literal for its duration), irate, idelta, changes, resets;
+// quantile_over_time with a number literal in [0, 1] for φ. Over floats
+// alone none of the others draws an annotation.
 //
 // PromPushdown marks the calls that qualify: a range or instant query's
 // call over a plain selector (no @, no subquery, no anchored or smoothed modifier,
@@ -72,6 +74,7 @@ const (
 	winIdelta
 	winChanges
 	winResets
+	winQuantile
 )
 
 // windowCall is a call PromPushdown found that Select may compute.
@@ -84,7 +87,7 @@ type windowCall struct {
 	name            string        // the function
 	fn              int           // win*
 	offset          int64         // the selector's offset, ms: predict_linear's evaluation time is the window's end + offset
-	arg             float64       // predict_linear's duration
+	arg             float64       // predict_linear's duration, quantile_over_time's φ
 	slot            *parser.Expr  // the field that holds call, where a vector selector may replace it (nil: none)
 	done            bool          // rewritten
 }
@@ -96,24 +99,25 @@ var windowFuncs = map[string]struct {
 	fn              int
 	counter, isRate bool
 }{
-	"rate":              {winRate, true, true},
-	"increase":          {winRate, true, false},
-	"delta":             {winRate, false, false},
-	"avg_over_time":     {fn: winAvg},
-	"sum_over_time":     {fn: winSum},
-	"min_over_time":     {fn: winMin},
-	"max_over_time":     {fn: winMax},
-	"last_over_time":    {fn: winLast},
-	"count_over_time":   {fn: winCount},
-	"present_over_time": {fn: winPresent},
-	"stddev_over_time":  {fn: winStddev},
-	"stdvar_over_time":  {fn: winStdvar},
-	"deriv":             {fn: winDeriv},
-	"predict_linear":    {fn: winPredict},
-	"irate":             {fn: winIrate},
-	"idelta":            {fn: winIdelta},
-	"changes":           {fn: winChanges},
-	"resets":            {fn: winResets},
+	"rate":               {winRate, true, true},
+	"increase":           {winRate, true, false},
+	"delta":              {winRate, false, false},
+	"avg_over_time":      {fn: winAvg},
+	"sum_over_time":      {fn: winSum},
+	"min_over_time":      {fn: winMin},
+	"max_over_time":      {fn: winMax},
+	"last_over_time":     {fn: winLast},
+	"count_over_time":    {fn: winCount},
+	"present_over_time":  {fn: winPresent},
+	"stddev_over_time":   {fn: winStddev},
+	"stdvar_over_time":   {fn: winStdvar},
+	"deriv":              {fn: winDeriv},
+	"predict_linear":     {fn: winPredict},
+	"irate":              {fn: winIrate},
+	"idelta":             {fn: winIdelta},
+	"changes":            {fn: winChanges},
+	"resets":             {fn: winResets},
+	"quantile_over_time": {fn: winQuantile},
 }
 
 // numberArg returns the value of e when it is a number literal (in
@@ -151,17 +155,29 @@ func windowCalls(ctx context.Context, root *parser.Expr, step int64) map[*labels
 			return nil
 		}
 		var arg float64
-		if kind.fn == winPredict {
+		mi := 0 // the range argument
+		switch kind.fn {
+		case winPredict:
 			if len(c.Args) != 2 {
 				return nil
 			}
 			if arg, ok = numberArg(c.Args[1]); !ok {
 				return nil
 			}
-		} else if len(c.Args) != 1 {
-			return nil
+		case winQuantile: // φ in [0, 1]: the engine warns of any other
+			if len(c.Args) != 2 {
+				return nil
+			}
+			if arg, ok = numberArg(c.Args[0]); !ok || !(arg >= 0 && arg <= 1) {
+				return nil
+			}
+			mi = 1
+		default:
+			if len(c.Args) != 1 {
+				return nil
+			}
 		}
-		ms, ok := c.Args[0].(*parser.MatrixSelector)
+		ms, ok := c.Args[mi].(*parser.MatrixSelector)
 		if !ok {
 			return nil
 		}
@@ -293,7 +309,7 @@ func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *push
 	if rc.fn != winLast {
 		rc.call.Func = parser.Functions["max_over_time"]
 	}
-	rc.call.Args = rc.call.Args[:1]
+	rc.call.Args = []parser.Expr{rc.sel}
 	rc.sel.Range = time.Duration(max(pd.step, 1)) * time.Millisecond // an instant query's: (t − 1 ms, t]
 	return set, true
 }
@@ -388,7 +404,8 @@ type windowWorker struct {
 	raw    rawPoints
 	ts     []int64
 	fs     []float64
-	resets []int // i: fs[i] < fs[i-1]
+	resets []int     // i: fs[i] < fs[i-1]
+	sorted []float64 // quantile_over_time's window, sorted
 }
 
 // series computes rc over s's samples at each step into s.pre.
@@ -454,7 +471,7 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 				f = rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)
 			}
 		} else {
-			f, ok = rc.window(ts[lo:hi], fs[lo:hi], r)
+			f, ok = rc.window(ts[lo:hi], fs[lo:hi], r, &w.sorted)
 		}
 		if !ok {
 			// No value: a staleness marker, so that a vector selector
@@ -524,8 +541,8 @@ func (rc *windowCall) extrapolate(ts []int64, fs []float64, resets []int, off in
 
 // window is the function's value over the window's samples ts, fs ending
 // at r, as the engine's function computes it over floats
-// (promql/functions.go); false when it has none.
-func (rc *windowCall) window(ts []int64, fs []float64, r int64) (float64, bool) {
+// (promql/functions.go); false when it has none. buf is scratch space.
+func (rc *windowCall) window(ts []int64, fs []float64, r int64, buf *[]float64) (float64, bool) {
 	n := len(fs)
 	if n == 0 {
 		return 0, false
@@ -634,6 +651,18 @@ func (rc *windowCall) window(ts []int64, fs []float64, r int64) (float64, bool) 
 			}
 		}
 		return float64(c), true
+	case winQuantile: // funcQuantileOverTime and quantile, φ in [0, 1]
+		// Sorted as the engine sorts (sort.Sort, NaN first), so that even
+		// zeros of both signs end in the same places.
+		v := append((*buf)[:0], fs...)
+		*buf = v
+		sort.Sort(byValueNaNFirst(v))
+		n := float64(len(v))
+		rank := rc.arg * (n - 1)
+		lowerIndex := math.Max(0, math.Floor(rank))
+		upperIndex := math.Min(n-1, lowerIndex+1)
+		weight := rank - math.Floor(rank)
+		return v[int(lowerIndex)]*(1-weight) + v[int(upperIndex)]*weight, true
 	case winResets: // funcResets over floats, no start timestamps
 		c := 0
 		for i := 1; i < n; i++ {
@@ -645,6 +674,18 @@ func (rc *windowCall) window(ts []int64, fs []float64, r int64) (float64, bool) 
 	}
 	return 0, false
 }
+
+// byValueNaNFirst sorts as the engine's vectorByValueHeap does.
+type byValueNaNFirst []float64
+
+func (s byValueNaNFirst) Len() int { return len(s) }
+func (s byValueNaNFirst) Less(i, j int) bool {
+	if math.IsNaN(s[i]) {
+		return true
+	}
+	return s[i] < s[j]
+}
+func (s byValueNaNFirst) Swap(i, j int) { s[i], s[j] = s[j], s[i] }
 
 // kahanInc is kahansum.Inc (util/kahansum), written again so that it
 // inlines (kahansum.Inc does not; linearRegression makes four calls per

@@ -27,6 +27,7 @@ func BenchmarkPromWindow(b *testing.B) {
 		{"predict", `sum by (region) (predict_linear({__name__="cpu.usage"}[30m], 3600))`},
 		{"irate", `sum by (region) (irate({__name__="cpu.usage"}[5m]))`},
 		{"changes", `sum by (region) (changes({__name__="cpu.usage"}[10m]))`},
+		{"quantile", `sum by (region) (quantile_over_time(0.9, {__name__="cpu.usage"}[5m]))`},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchWindow(b, env, c.q, time.Minute) })
 	}
@@ -35,6 +36,7 @@ func BenchmarkPromWindow(b *testing.B) {
 		{"instant-predict", `predict_linear({__name__="cpu.usage"}[1h], 3600)`},
 		{"instant-deriv", `deriv({__name__="cpu.usage"}[1h])`},
 		{"instant-rate", `rate({__name__="cpu.usage"}[1h])`},
+		{"instant-quantile", `quantile_over_time(0.9, {__name__="cpu.usage"}[1h])`},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchWindow(b, env, c.q, 0) })
 	}

@@ -240,3 +240,31 @@ func FuzzPromWindowMatchesEngine(f *testing.F) {
 		}
 	})
 }
+
+// TestPromQuantileOverTimeLeft: quantile_over_time with φ outside [0, 1]
+// (the engine's warning), or not a number literal, is left to the engine
+// as written, with its answer.
+func TestPromQuantileOverTimeLeft(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 4)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	start, end := time.UnixMilli(env.last-3*rowkey.HourMs), time.UnixMilli(env.last-rowkey.HourMs/2)
+	for _, expr := range []string{"quantile_over_time(1.5, m[5m])", "quantile_over_time(-0.1, m[5m])",
+		"quantile_over_time(NaN, m[5m])", "quantile_over_time(scalar(m{host=\"h00\"}), m[5m])"} {
+		mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, time.Minute) }
+		want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+		var pushed promql.Query
+		var before string
+		got := runQuery(t, mk, func(q promql.Query) context.Context {
+			pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
+			return PromPushdown(ctx, q.Statement())
+		})
+		if got != want {
+			t.Fatalf("%s:\n%s", expr, firstDiff(got, want))
+		}
+		if after := pushed.Statement().(*parser.EvalStmt).Expr.String(); after != before {
+			t.Fatalf("%s: rewritten to %s", expr, after)
+		}
+	}
+}
