@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -406,6 +407,54 @@ type windowWorker struct {
 	fs     []float64
 	resets []int     // i: fs[i] < fs[i-1]
 	sorted []float64 // quantile_over_time's window, sorted
+	// quantile_over_time: bad[i] counts the NaNs and zeros of fs[:i];
+	// with qok, sorted holds fs[qlo:qhi] sorted.
+	bad      []int32
+	qlo, qhi int
+	qok      bool
+}
+
+// quantile is quantile_over_time over fs[lo:hi] (lo and hi never lower
+// than the last call's for the series). Values of a window without NaNs
+// and zeros have one sorted order of their bits, however they are sorted:
+// the window's is kept as the window slides, by taking out the samples
+// that left it and putting in those that came. A window with either is
+// sorted as the engine sorts it (window).
+func (w *windowWorker) quantile(rc *windowCall, fs []float64, lo, hi int) (float64, bool) {
+	if hi == lo {
+		return 0, false
+	}
+	if w.bad[hi] != w.bad[lo] {
+		w.qok = false
+		return rc.window(nil, fs[lo:hi], 0, &w.sorted)
+	}
+	v := w.sorted
+	if !w.qok || w.qhi <= lo || (lo-w.qlo)+(hi-w.qhi) > (hi-lo)/2 {
+		v = append(v[:0], fs[lo:hi]...)
+		slices.Sort(v)
+	} else {
+		for _, f := range fs[w.qlo:lo] {
+			j, _ := slices.BinarySearch(v, f)
+			v = slices.Delete(v, j, j+1)
+		}
+		for _, f := range fs[w.qhi:hi] {
+			j, _ := slices.BinarySearch(v, f)
+			v = slices.Insert(v, j, f)
+		}
+	}
+	w.sorted, w.qlo, w.qhi, w.qok = v, lo, hi, true
+	return quantileSorted(rc.arg, v), true
+}
+
+// quantileSorted is the engine's quantile (promql/quantile.go) over the
+// sorted values v, q in [0, 1].
+func quantileSorted(q float64, v []float64) float64 {
+	n := float64(len(v))
+	rank := q * (n - 1)
+	lowerIndex := math.Max(0, math.Floor(rank))
+	upperIndex := math.Min(n-1, lowerIndex+1)
+	weight := rank - math.Floor(rank)
+	return v[int(lowerIndex)]*(1-weight) + v[int(upperIndex)]*weight
 }
 
 // series computes rc over s's samples at each step into s.pre.
@@ -450,6 +499,17 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 			}
 		}
 	}
+	if rc.fn == winQuantile {
+		w.bad = append(w.bad[:0], 0)
+		c := int32(0)
+		for _, f := range fs {
+			if f == 0 || math.IsNaN(f) {
+				c++
+			}
+			w.bad = append(w.bad, c)
+		}
+		w.qok = false
+	}
 	w.ts, w.fs, w.resets = ts, fs, resets
 	var out []windowPoint
 	lo, hi, ri := 0, 0, 0
@@ -470,6 +530,8 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 				}
 				f = rc.extrapolate(ts[lo:hi], fs[lo:hi], resets[ri:], lo, r)
 			}
+		} else if rc.fn == winQuantile {
+			f, ok = w.quantile(rc, fs, lo, hi)
 		} else {
 			f, ok = rc.window(ts[lo:hi], fs[lo:hi], r, &w.sorted)
 		}
@@ -657,12 +719,7 @@ func (rc *windowCall) window(ts []int64, fs []float64, r int64, buf *[]float64) 
 		v := append((*buf)[:0], fs...)
 		*buf = v
 		sort.Sort(byValueNaNFirst(v))
-		n := float64(len(v))
-		rank := rc.arg * (n - 1)
-		lowerIndex := math.Max(0, math.Floor(rank))
-		upperIndex := math.Min(n-1, lowerIndex+1)
-		weight := rank - math.Floor(rank)
-		return v[int(lowerIndex)]*(1-weight) + v[int(upperIndex)]*weight, true
+		return quantileSorted(rc.arg, v), true
 	case winResets: // funcResets over floats, no start timestamps
 		c := 0
 		for i := 1; i < n; i++ {

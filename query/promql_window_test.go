@@ -268,3 +268,68 @@ func TestPromQuantileOverTimeLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestPromQuantileOverTimeSliding: quantile_over_time over windows that
+// slide by a sample or several (the sorted window kept as it slides), over
+// values with many repeats, negatives, infinities, and now and then a zero
+// or a NaN that enters the window and leaves it (sorted as the engine
+// sorts while it is in), in the store and in the head: the engine's
+// answer, bit for bit.
+func TestPromQuantileOverTimeSliding(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 5)
+	const nSeries, nPoints = 12, 400
+	t0 := env.last - 2*rowkey.HourMs
+	var samples []series.Sample
+	for i := range nSeries {
+		l := series.MakeLabels("q", []series.Tag{{Key: "host", Value: fmt.Sprintf("h%02d", i)}})
+		for p := range nPoints {
+			v := float64((i*31+p*17)%(7+i)) - 3 // repeats, negatives, zeros
+			if v == 0 && i%3 != 0 {
+				v = 0.5 // no zeros in most series: the sliding path throughout
+			}
+			switch {
+			case i%4 == 1 && p%97 == 50:
+				v = math.NaN()
+			case i%4 == 2 && p%61 == 7:
+				v = math.Inf(1 - 2*(p%2))
+			case i == 11 && p%89 == 3:
+				v = math.Copysign(0, -1)
+			}
+			samples = append(samples, series.Sample{Labels: l, T: t0 + int64(p)*10_000 + int64(i%3)*1000, V: chunk.Float(v)})
+		}
+	}
+	for k, part := range [][]series.Sample{samples[:len(samples)/2], samples[len(samples)/2:]} {
+		errs := make([]error, len(part))
+		if err := env.head.Append(ctx, part, errs); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			if err := env.head.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	start, end := time.UnixMilli(t0-60_000), time.UnixMilli(t0+nPoints*10_000+60_000)
+	for _, expr := range []string{"quantile_over_time(0.9, q[5m])", "quantile_over_time(0, q[30m])",
+		"quantile_over_time(0.5, q[1m])", "quantile_over_time(1, q[10m])", "quantile_over_time(0.33, q[20s])"} {
+		for _, step := range []time.Duration{10 * time.Second, time.Minute, 130 * time.Second, 7 * time.Minute} {
+			mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
+			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+			var pushed promql.Query
+			var before string
+			got := runQuery(t, mk, func(q promql.Query) context.Context {
+				pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
+				return PromPushdown(ctx, q.Statement())
+			})
+			if got != want {
+				t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
+			}
+			if pushed.Statement().(*parser.EvalStmt).Expr.String() == before {
+				t.Fatalf("%s step %s: not computed", expr, step)
+			}
+		}
+	}
+}
