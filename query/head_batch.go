@@ -25,10 +25,19 @@ type BatchHead interface {
 // when it returns, a PromQL querier when it closes). A new slice per
 // series per query was a tenth of a query's CPU right after the writes,
 // when the head holds the newest hour of every series.
-func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs []seriesCells, start, end int64, lim pointLimit) (*headBuf, error) {
+//
+// With thin (not nil) and a head that has SnapshotThin, each series' head
+// points are thinned as thin says (for a reader that thins them the same
+// way: thinIterator); its n is still the points Snapshot gives, which the
+// limits count.
+func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs []seriesCells, start, end int64, lim pointLimit, thin *series.Thin) (*headBuf, error) {
 	bh, ok := e.head.(BatchHead)
 	if !ok {
-		buf := getHeadBuf(len(entries))
+		th, _ := e.head.(thinHead)
+		if thin == nil {
+			th = nil
+		}
+		buf := getHeadBuf(len(entries), th != nil)
 		dst := buf.pts[:0]
 		total := 0
 		for i, en := range entries {
@@ -39,29 +48,38 @@ func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs
 			// kept every outgrown array alive through the series that point
 			// into it, ~5 times the points at append's 1.25 growth (the
 			// soak's heap: 131 MB of 282 MB in use were such arrays).
-			out := e.head.Snapshot(en.Labels, start, end, dst[n:n])
+			var out []chunk.Point
+			var raw int
+			if th != nil {
+				out, raw = th.SnapshotThin(en.Labels, start, end, *thin, dst[n:n])
+			} else {
+				out = e.head.Snapshot(en.Labels, start, end, dst[n:n])
+				raw = len(out)
+			}
 			if len(out) > 0 && cap(dst) > n && &out[0] == &dst[:n+1][n] {
 				dst = dst[:n+len(out)]
 			}
 			scs[i].head = out[:len(out):len(out)]
-			total += len(out)
+			scs[i].n = raw
+			total += raw
+			buf.kept += len(out)
 			// The limit and the deadline as the points come, not once the
 			// whole head is copied: a query over more of the head than it
 			// may read stops within one series of the bound.
 			if lim.over(int64(total)) {
-				buf.pts, buf.need, buf.series = dst, total, i+1
+				buf.pts, buf.need, buf.series = dst, buf.kept, i+1
 				putHeadBuf(buf)
 				return nil, e.exceeded(lim.err(int64(total)))
 			}
 			if i%256 == 255 {
 				if err := ctx.Err(); err != nil {
-					buf.pts, buf.need, buf.series = dst, total, i+1
+					buf.pts, buf.need, buf.series = dst, buf.kept, i+1
 					putHeadBuf(buf)
 					return nil, err
 				}
 			}
 		}
-		buf.pts, buf.need, buf.series = dst, total, len(entries)
+		buf.pts, buf.need, buf.series = dst, buf.kept, len(entries)
 		return buf, nil
 	}
 	ls := make([]series.Labels, len(entries))
@@ -74,17 +92,28 @@ func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs
 	}
 	for i := range entries {
 		scs[i].head = heads[i]
+		scs[i].n = len(heads[i])
 	}
 	return nil, nil
 }
 
+// thinHead is a Head that can thin a snapshot for an instant vector
+// selector (series.Head).
+type thinHead interface {
+	SnapshotThin(l series.Labels, start, end int64, th series.Thin, dst []chunk.Point) ([]chunk.Point, int)
+}
+
 // headBuf is a pooled buffer of head points: pts, of its size class's
 // capacity, and what the query that used it last read: need points of
-// series series, which size the next buffers.
+// series series, which size the next buffers (of thinned snapshots, when
+// thin, estimated apart: they keep a fraction of the points). kept is
+// the points kept, need once the buffer is put back.
 type headBuf struct {
 	pts    []chunk.Point
 	need   int
 	series int
+	kept   int
+	thin   bool
 }
 
 // The buffers of headSnapshots are pooled by size class, headBufMin << c
@@ -107,8 +136,8 @@ const (
 var headBufs [headBufClasses]sync.Pool
 
 // headPerSeries is the head's points per series the last query read, in
-// 1/16 of a point.
-var headPerSeries atomic.Int64
+// 1/16 of a point: of a query's plain snapshots, and of its thinned ones.
+var headPerSeries [2]atomic.Int64
 
 // headClass is the least size class of at least n points (the largest
 // class past headBufMax).
@@ -122,16 +151,24 @@ func headClass(n int) int {
 
 // getHeadBuf returns an empty buffer for a query over series series: none
 // (a nil pts) when the estimate is past headBufMax.
-func getHeadBuf(series int) *headBuf {
-	est := int64(series) * headPerSeries.Load() / 16
+func getHeadBuf(series int, thin bool) *headBuf {
+	est := int64(series) * headPerSeries[b2i(thin)].Load() / 16
 	if est > headBufMax {
-		return &headBuf{}
+		return &headBuf{thin: thin}
 	}
 	c := headClass(int(est))
 	if buf, ok := headBufs[c].Get().(*headBuf); ok {
+		buf.thin, buf.kept = thin, 0
 		return buf
 	}
-	return &headBuf{pts: make([]chunk.Point, 0, headBufMin<<c)}
+	return &headBuf{pts: make([]chunk.Point, 0, headBufMin<<c), thin: thin}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // putHeadBuf gives buf (may be nil) back to its class, or, when its query
@@ -143,7 +180,7 @@ func putHeadBuf(buf *headBuf) {
 		return
 	}
 	if buf.series > 0 {
-		headPerSeries.Store(int64(buf.need) * 16 / int64(buf.series))
+		headPerSeries[b2i(buf.thin)].Store(int64(buf.need) * 16 / int64(buf.series))
 	}
 	if buf.need > cap(buf.pts) && buf.need <= headBufMax {
 		buf.pts = make([]chunk.Point, 0, headBufMin<<headClass(buf.need))

@@ -12,14 +12,14 @@ import (
 // class and a wide one a buffer that fits it; a buffer outgrown by its
 // query goes back at the class of what the query needed.
 func TestHeadBufClasses(t *testing.T) {
-	defer headPerSeries.Store(headPerSeries.Load())
+	defer headPerSeries[0].Store(headPerSeries[0].Load())
 	const perSeries = 100 // head points per series
 	for i := range 200 {
 		series := 1
 		if i%2 == 1 {
 			series = 2000
 		}
-		buf := getHeadBuf(series)
+		buf := getHeadBuf(series, false)
 		want := headBufMin << headClass(series*perSeries)
 		if i > 0 && cap(buf.pts) != want {
 			t.Fatalf("query %d over %d series: a buffer of %d points, want %d", i, series, cap(buf.pts), want)
@@ -35,7 +35,7 @@ func TestHeadBufClasses(t *testing.T) {
 	}
 	// A query estimated past the largest class gets no buffer, and none
 	// is made for it.
-	buf := getHeadBuf(1 << 20)
+	buf := getHeadBuf(1<<20, false)
 	if cap(buf.pts) != 0 {
 		t.Fatalf("a query estimated at %d points got a buffer of %d", 1<<20*perSeries, cap(buf.pts))
 	}

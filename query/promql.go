@@ -132,19 +132,28 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	if err := q.checkSteps(hints, len(out)); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	if err := q.load(ctx, out, start, end); err != nil {
+	rc, pd := windowCallFor(ctx, hints, ms) // promql_window.go
+	ot, fold := overTimeFor(ctx, hints)
+	ls, thin := lastFor(ctx, hints)
+	// Series read by a thinIterator (below) may have their head points
+	// thinned as it thins them, which it then takes the same from.
+	var th *series.Thin
+	if thin && rc == nil && !fold {
+		th = &series.Thin{T0: ls.t0, Step: ls.step, End: ls.end}
+	}
+	if err := q.load(ctx, out, start, end, th); err != nil {
 		return storage.ErrSeriesSet(err)
 	}
-	if rc, pd := windowCallFor(ctx, hints, ms); rc != nil { // promql_window.go
+	if rc != nil {
 		if set, ok := q.selectWindow(ctx, rc, pd, hints, out); ok {
 			return set
 		}
 	}
-	if ot, ok := overTimeFor(ctx, hints); ok {
+	if fold {
 		for _, s := range out {
 			s.ot = &ot
 		}
-	} else if ls, ok := lastFor(ctx, hints); ok {
+	} else if thin {
 		for _, s := range out {
 			s.ls = &ls
 		}
@@ -152,8 +161,9 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 	return &promSeriesSet{series: out, i: -1}
 }
 
-// load reads the samples of ss in [start, end], within the sample budget.
-func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int64) error {
+// load reads the samples of ss in [start, end], within the sample budget,
+// their head points thinned as thin says when not nil (Engine.scanThin).
+func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int64, thin *series.Thin) error {
 	if len(ss) == 0 || end < start {
 		return nil
 	}
@@ -170,7 +180,7 @@ func (q *promQuerier) load(ctx context.Context, ss []*promSeries, start, end int
 			return q.e.exceeded(q.samplesError())
 		}
 	}
-	scs, err := q.e.scan(ctx, entries, start, end, pointLimit{max: budget, what: "samples"}, nil, &q.arenas)
+	scs, err := q.e.scanThin(ctx, entries, start, end, thin, pointLimit{max: budget, what: "samples"}, nil, &q.arenas)
 	if err != nil {
 		var le *LimitError
 		switch {

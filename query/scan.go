@@ -173,11 +173,17 @@ type worker struct {
 // may decode them and drop their cells. More points read than lim allows
 // is a LimitError.
 func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end int64, lim pointLimit, consume func(w *worker, idx []int, scs []seriesCells) error, keep *keptArenas) ([]seriesCells, error) {
+	return e.scanThin(ctx, entries, start, end, nil, lim, consume, keep)
+}
+
+// scanThin is scan with the head's points thinned as thin says, when not
+// nil (headSnapshots): for a reader that thins every point so.
+func (e *Engine) scanThin(ctx context.Context, entries []*series.Entry, start, end int64, thin *series.Thin, lim pointLimit, consume func(w *worker, idx []int, scs []seriesCells) error, keep *keptArenas) ([]seriesCells, error) {
 	scs := make([]seriesCells, len(entries))
 	// The head first: a chunk leaves the head only once it is in the store,
 	// so whatever the snapshot misses the scan below sees.
 	var total int64 // points read, the head's and the store's
-	hb, err := e.headSnapshots(ctx, entries, scs, start, end, lim)
+	hb, err := e.headSnapshots(ctx, entries, scs, start, end, lim, thin)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +196,6 @@ func (e *Engine) scan(ctx context.Context, entries []*series.Entry, start, end i
 		keep.addHead(hb)
 	}
 	for i := range entries {
-		scs[i].n = len(scs[i].head)
 		e.headHistograms(&scs[i], entries[i].Labels, start, end) // hook: histogram.go
 		total += int64(scs[i].n)
 	}

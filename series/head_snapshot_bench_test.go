@@ -53,9 +53,14 @@ func BenchmarkHeadSnapshotOpenHour(b *testing.B) {
 	for _, c := range []struct {
 		name       string
 		start, end int64
+		thin       bool
 	}{
-		{"hour", t0, t0 + rowkey.HourMs - 1},
-		{"half", t0 + rowkey.HourMs/2 + 5_000, t0 + rowkey.HourMs - 1},
+		{"hour", t0, t0 + rowkey.HourMs - 1, false},
+		{"half", t0 + rowkey.HourMs/2 + 5_000, t0 + rowkey.HourMs - 1, false},
+		// Thinned for an instant selector at 1 m steps (SnapshotThin),
+		// the points counted as Snapshot's.
+		{"hour-thin", t0, t0 + rowkey.HourMs - 1, true},
+		{"half-thin", t0 + rowkey.HourMs/2 + 5_000, t0 + rowkey.HourMs - 1, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var buf []chunk.Point
@@ -63,11 +68,18 @@ func BenchmarkHeadSnapshotOpenHour(b *testing.B) {
 			for _, l := range labels {
 				pts += len(h.Snapshot(l, c.start, c.end, nil))
 			}
+			th := series.Thin{T0: c.start + 5*60_000, Step: 60_000, End: c.end}
 			b.ReportAllocs()
 			cpu0 := cputime.Used()
 			for b.Loop() {
 				n := 0
 				for _, l := range labels {
+					if c.thin {
+						var raw int
+						buf, raw = h.SnapshotThin(l, c.start, c.end, th, buf[:0])
+						n += raw
+						continue
+					}
 					buf = h.Snapshot(l, c.start, c.end, buf[:0])
 					n += len(buf)
 				}
