@@ -202,10 +202,7 @@ func (e *Engine) scanThin(ctx context.Context, entries []*series.Entry, start, e
 	if lim.over(total) {
 		return nil, e.exceeded(lim.err(total))
 	}
-	buckets := map[byte][]int{}
-	for i, en := range entries {
-		buckets[en.Salt] = append(buckets[en.Salt], i)
-	}
+	buckets := bySalt(entries)
 	metricSeries := e.metricSeries(entries)
 	var mu sync.Mutex
 	var firstErr error
@@ -213,7 +210,8 @@ func (e *Engine) scanThin(ctx context.Context, entries []*series.Entry, start, e
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for salt, idx := range buckets {
+	for _, idx := range buckets {
+		salt := entries[idx[0]].Salt
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(salt byte, idx []int) {
@@ -267,6 +265,40 @@ func (e *Engine) scanThin(ctx context.Context, entries []*series.Entry, start, e
 
 var workers = sync.Pool{New: func() any { return new(worker) }}
 
+// bySalt returns the indexes of entries by salt bucket, in order, one
+// slice per bucket that has any, all in one array.
+func bySalt(entries []*series.Entry) [][]int {
+	var count [256]int
+	for _, en := range entries {
+		count[en.Salt]++
+	}
+	n := 0
+	for _, c := range count {
+		if c > 0 {
+			n++
+		}
+	}
+	all := make([]int, len(entries))
+	out := make([][]int, 0, n)
+	var at [256]int // each bucket's next index in all
+	off := 0
+	for salt, c := range count {
+		if c > 0 {
+			at[salt] = off
+			out = append(out, all[off:off:off+c])
+			off += c
+		}
+	}
+	for i, en := range entries {
+		all[at[en.Salt]] = i
+		at[en.Salt]++
+	}
+	for k := range out {
+		out[k] = out[k][:cap(out[k])]
+	}
+	return out
+}
+
 // release drops what w points at, and a slow path's buffer or the cells'
 // minimums if they grew large, before w goes back to the pool.
 func (w *worker) release() {
@@ -299,10 +331,10 @@ func (e *Engine) metricSeries(entries []*series.Entry) map[string]*[256]int32 {
 	mw := e.layout.MetricWidth
 	out := map[string]*[256]int32{}
 	for _, en := range entries {
-		m := string(en.TSUID[:mw])
-		if out[m] != nil {
+		if out[string(en.TSUID[:mw])] != nil {
 			continue
 		}
+		m := string(en.TSUID[:mw])
 		n := new([256]int32)
 		out[m] = n
 		e.index.All(en.Labels.Metric(), func(x *series.Entry) bool {
@@ -323,14 +355,33 @@ func (e *Engine) scanBucket(ctx context.Context, salt byte, entries []*series.En
 	l := e.layout
 	mw := l.MetricWidth
 	h0, h1 := rowkey.HourOf(start), rowkey.HourOf(end)
-	byTSUID := make(map[string]int, len(idx))
+	// The series by TSUID, keyed by substrings of one string of them
+	// all: not a string per series.
+	size := 0
 	for _, i := range idx {
-		byTSUID[string(entries[i].TSUID)] = i
+		size += len(entries[i].TSUID)
+	}
+	tsuids := make([]byte, 0, size)
+	for _, i := range idx {
+		tsuids = append(tsuids, entries[i].TSUID...)
+	}
+	all := string(tsuids)
+	byTSUID := make(map[string]int, len(idx))
+	off := 0
+	for _, i := range idx {
+		n := len(entries[i].TSUID)
+		byTSUID[all[off:off+n]] = i
+		off += n
 	}
 	// Group the series by metric UID (one metric per query in practice).
 	metrics := map[string][]int{}
+	off = 0
 	for _, i := range idx {
-		m := string(entries[i].TSUID[:mw])
+		m := all[off : off+mw]
+		off += len(entries[i].TSUID)
+		if metrics[m] == nil {
+			metrics[m] = make([]int, 0, len(idx))
+		}
 		metrics[m] = append(metrics[m], i)
 	}
 	var ranges []store.KeyRange
