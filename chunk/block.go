@@ -1,6 +1,9 @@
 package chunk
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // A Block is a run of decoded points: their timestamps, and their values
 // as Value bits with a mask saying which are ints. Block returns one.
@@ -24,6 +27,21 @@ func (b *Block) Float(i int) float64 {
 		return float64(b.bits[i])
 	}
 	return math.Float64frombits(uint64(b.bits[i]))
+}
+
+// Floats returns the block's values as float64s, and true, when none of
+// them is an int: the values' bits as they are, not copied, valid as long
+// as the block is. With an int among them it returns nil, false.
+func (b *Block) Floats() ([]float64, bool) {
+	ints := b.ints
+	if n := len(b.bits); n < 64 {
+		ints &= 1<<uint(n) - 1
+	}
+	if ints != 0 {
+		return nil, false
+	}
+	// A float64 and an int64 have the same size and alignment.
+	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(b.bits))), len(b.bits)), true
 }
 
 // BlockEnd returns the timestamp of the last point Block would return,

@@ -34,12 +34,24 @@ func blockPoints(t *testing.T, b []byte, seek int64, skip int) ([]Point, error) 
 		if blk.T[blk.Len()-1] != end {
 			t.Fatalf("BlockEnd = %d before Block, whose last point is at %d", end, blk.T[blk.Len()-1])
 		}
+		fs, floats := blk.Floats()
+		if floats && len(fs) != blk.Len() {
+			t.Fatalf("Floats: %d values of a block of %d points", len(fs), blk.Len())
+		}
+		anyInt := false
 		for i, tm := range blk.T {
 			v := blk.Value(i)
+			anyInt = anyInt || v.IsInt()
+			if floats && math.Float64bits(fs[i]) != math.Float64bits(v.Float()) {
+				t.Fatalf("Floats()[%d] = %x, Value.Float = %x", i, math.Float64bits(fs[i]), math.Float64bits(v.Float()))
+			}
 			if f := blk.Float(i); math.Float64bits(f) != math.Float64bits(v.Float()) && !math.IsNaN(f) {
 				t.Fatalf("Block.Float(%d) = %v, Value.Float = %v", i, f, v.Float())
 			}
 			pts = append(pts, Point{T: tm, V: v})
+		}
+		if floats == anyInt {
+			t.Fatalf("Floats reports %v for a block with ints %v", floats, anyInt)
 		}
 	}
 	return pts, it.Err()

@@ -150,8 +150,8 @@ func (q *promQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectH
 		}
 	}
 	if fold {
-		for _, s := range out {
-			s.ot = &ot
+		if err := foldSeries(ctx, ot, out); err != nil { // promql_pushdown.go
+			return storage.ErrSeriesSet(err)
 		}
 	} else if thin {
 		for _, s := range out {
@@ -502,9 +502,8 @@ type promSeries struct {
 	entry      *series.Entry
 	cells      *seriesCells // nil: no samples
 	start, end int64
-	ot         *overTime     // not nil: folded by window (promql_pushdown.go)
 	ls         *lastPerStep  // not nil: thinned to the last sample per step (same)
-	pre        []windowPoint // with computed: its samples computed ahead (promql_window.go)
+	pre        []windowPoint // with computed: its samples computed ahead (promql_window.go, promql_pushdown.go)
 	computed   bool
 }
 
@@ -524,14 +523,6 @@ func (s *promSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 			it = &preIterator[int64]{}
 		}
 		*it = preIterator[int64]{pushed: pushed{s: s}, pre: s.pre}
-		return it
-	}
-	if s.ot != nil {
-		it, ok := reuse.(*foldIterator[int64])
-		if !ok {
-			it = &foldIterator[int64]{}
-		}
-		it.reset(s)
 		return it
 	}
 	if s.ls != nil {

@@ -26,7 +26,8 @@ import (
 // window whose fold is the same value: the window's average, sum, maximum,
 // minimum or last sample. The engine then folds that one sample and gets
 // the same answer, bit for bit (the folds below are the engine's own,
-// operation for operation).
+// operation for operation). Select folds every series' windows before it
+// returns, its series spread over the query's workers (foldSeries).
 //
 // Select sees only hints, not the expression, so the caller vouches for
 // the expression with PromPushdown: a subquery evaluates its selectors at
@@ -218,21 +219,44 @@ func (a *fold) addSums(b *chunk.Block, j int, r int64) int {
 	if a.n == 0 && a.fn == foldAvg {
 		sum, i = b.Float(j), j+1 // the first point is the sum
 	}
-	for ; i < k; i++ {
-		f := b.Float(i)
-		t := sum + f
-		if math.Abs(sum) >= math.Abs(f) {
-			c += (sum - t) + f
-		} else {
-			c += (f - t) + sum
+	if fs, ok := b.Floats(); ok {
+		sum, c = kahanFloats(fs[i:k], sum, c)
+	} else {
+		for ; i < k; i++ {
+			f := b.Float(i)
+			t := sum + f
+			if math.Abs(sum) >= math.Abs(f) {
+				c += (sum - t) + f
+			} else {
+				c += (f - t) + sum
+			}
+			sum = t
 		}
-		sum = t
 	}
 	if sum-sum != 0 { // NaN or ±Inf
 		return a.sumsChecked(b, j, k)
 	}
 	a.sum, a.c, a.n, a.t = sum, c, a.n+k-j, ts[k-1]
 	return k
+}
+
+// kahanFloats is kahansum.Inc over fs from sum and c, on the assumption
+// addSums makes (no marker, no overflow). |sum| >= |f| is tested as
+// sum >= |f| or -sum >= |f| with comparisons alone, which decide it as
+// math.Abs does (±0 equal, false with a NaN) without moving the floats
+// to integer registers and back: a third less time per point
+// (BenchmarkFoldSums).
+func kahanFloats(fs []float64, sum, c float64) (float64, float64) {
+	for _, f := range fs {
+		t := sum + f
+		if sum >= f && sum >= -f || -sum >= f && -sum >= -f {
+			c += (sum - t) + f
+		} else {
+			c += (f - t) + sum
+		}
+		sum = t
+	}
+	return sum, c
 }
 
 // sumsChecked is addSums over points j to k-1 of b one by one: staleness
@@ -451,8 +475,8 @@ type foldIterator[T ~int64] struct {
 	r  int64 // the current window's end
 }
 
-func (it *foldIterator[T]) reset(s *promSeries) {
-	*it = foldIterator[T]{pushed: it.pushed.reset(s), ot: *s.ot, r: s.ot.r0}
+func (it *foldIterator[T]) reset(s *promSeries, ot *overTime) {
+	*it = foldIterator[T]{pushed: it.pushed.reset(s), ot: *ot, r: ot.r0}
 }
 
 // window folds the pending raw points up to the window's end r into a.
@@ -535,6 +559,46 @@ func (it *foldIterator[T]) Next() chunkenc.ValueType {
 func (it *foldIterator[T]) Seek(t T) chunkenc.ValueType { return it.seek(int64(t), it.Next) }
 
 var _ chunkenc.Iterator = (*foldIterator[int64])(nil)
+
+// foldSeries folds the windows ot of every series of ss ahead, on up to
+// procs.Workers() goroutines (eachSeries, promql_window.go), into the
+// series' computed samples (s.pre, read by preIterator): the engine then
+// reads one sample per window, as it would from a foldIterator, and a
+// long query's decoding and folding use every core that is free. The
+// folded samples are few (one per window with samples, at most one per
+// step). A series with histograms is left to its own iterator.
+func foldSeries(ctx context.Context, ot overTime, ss []*promSeries) error {
+	nWin := 1
+	if ot.step > 0 && ot.end >= ot.r0 {
+		nWin = int(min((ot.end-ot.r0)/ot.step+1, 1<<12))
+	}
+	return eachSeries(ctx, ss, func(w *foldWorker, s *promSeries) error {
+		if s.cells != nil && s.cells.hasHist() {
+			return nil
+		}
+		it := &w.it
+		it.reset(s, &ot)
+		if cap(w.buf)-len(w.buf) < nWin {
+			w.buf = make([]windowPoint, 0, max(nWin, min(nWin*len(ss), 1024)))
+		}
+		first := len(w.buf)
+		for it.Next() == chunkenc.ValFloat {
+			w.buf = append(w.buf, windowPoint{t: it.t, f: it.f})
+		}
+		if it.err != nil {
+			return it.err
+		}
+		s.pre, s.computed = w.buf[first:len(w.buf):len(w.buf)], true
+		return nil
+	})
+}
+
+// foldWorker folds series one after the other with one iterator, into
+// slabs of windowPoints that the series' samples share.
+type foldWorker struct {
+	it  foldIterator[int64]
+	buf []windowPoint
+}
 
 // thinIterator is a chunkenc.Iterator over one promSeries read by an
 // instant vector selector: of the samples after one evaluation time and up

@@ -15,8 +15,10 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/kahansum"
 
 	"hourglass/chunk"
+	"hourglass/internal/cputime"
 	"hourglass/rowkey"
 	"hourglass/series"
 )
@@ -363,6 +365,29 @@ func TestFoldSumsMatchAdd(t *testing.T) {
 	t.Logf("%d folds", checked)
 }
 
+// TestKahanFloatsMatchInc holds kahanFloats' comparisons to kahansum.Inc's
+// math.Abs on every pair of signed zeros, tiny, ordinary, equal-magnitude
+// and huge values, and NaN: the same sum and compensation, bit for bit,
+// wherever the sum stays finite (addSums' assumption).
+func TestKahanFloatsMatchInc(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 5e-324, -5e-324, 1, -1, 0.1, -0.1, 3, -3, 1e16, -1e16,
+		1.7e308, -1.7e308, math.NaN()}
+	for _, sum := range vals {
+		for _, f := range vals {
+			for _, c := range []float64{0, 1e-17, -2.5} {
+				gs, gc := kahanFloats([]float64{f}, sum, c)
+				ws, wc := kahansum.Inc(f, sum, c)
+				if math.IsInf(ws, 0) || math.IsNaN(ws) {
+					continue
+				}
+				if math.Float64bits(gs) != math.Float64bits(ws) || math.Float64bits(gc) != math.Float64bits(wc) {
+					t.Errorf("sum %v + %v (c %v): got %v, %v, want %v, %v", sum, f, c, gs, gc, ws, wc)
+				}
+			}
+		}
+	}
+}
+
 // foldState writes a's state with its floats' bits, every NaN as one:
 // which NaN an addition of two returns depends on the order the compiler
 // gives its operands (it may swap them), and the API answers any as NaN.
@@ -386,4 +411,55 @@ func firstDiff(got, want string) string {
 		}
 	}
 	return fmt.Sprintf("pushed %d words, engine %d: pushed %.300s engine %.300s", len(g), len(w), got, want)
+}
+
+// BenchmarkFoldSums is addSums alone over decoded blocks of the long
+// query's gauge (a random walk in hundredths, an hour at 10 s: 360 points,
+// one window): the fold's per-point work, without the decoding.
+func BenchmarkFoldSums(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	base := int64(1_700_000_000_000) / rowkey.HourMs * rowkey.HourMs
+	pts := make([]chunk.Point, 360)
+	m := int64(5000)
+	for i := range pts {
+		m = min(max(m+r.Int64N(201)-100, 0), 10000)
+		pts[i] = chunk.Point{T: base + int64(i)*10_000, V: chunk.Float(float64(m) / 100)}
+	}
+	data, err := chunk.Append(nil, base, pts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var blocks []chunk.Block
+	var its [6]chunk.Iterator // a block's slices are the iterator's buffers
+	for i := range its {
+		if err := its[i].Reset(data, base); err != nil {
+			b.Fatal(err)
+		}
+		for j := 0; j <= i && its[i].Next(); j++ {
+			if j == i {
+				blocks = append(blocks, its[i].Block())
+			} else {
+				its[i].Block()
+			}
+		}
+	}
+	n := 0
+	for _, blk := range blocks {
+		n += blk.Len()
+	}
+	var sink float64
+	cpu0, _ := cputime.Process()
+	for b.Loop() {
+		a := fold{fn: foldAvg}
+		for k := range blocks {
+			a.addSums(&blocks[k], 0, math.MaxInt64)
+		}
+		sink += a.result()
+	}
+	if cpu1, ok := cputime.Process(); ok {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/point")
+	}
+	if n != len(pts) || sink == 0 {
+		b.Fatalf("%d points in the blocks, want %d", n, len(pts))
+	}
 }
