@@ -2,6 +2,7 @@ package downsample
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,10 @@ func BenchmarkRate8640(b *testing.B) {
 // points, by runs of 64 (AddPoints, the head's points) and by decoded
 // chunk blocks (AddBlock, the store's; the decoding included), into 1 m
 // buckets (6 points each: /api/query's sum and rate kinds), 1 h buckets
-// (the long kind) and one bucket (0all-max, the topk kind).
+// (the long kind) and one bucket (0all-max, the topk kind). keep: 1 m
+// buckets with KeepBefore at the middle of the day (a query whose read
+// starts half its points before its range: /api/query reads from the
+// hour).
 func BenchmarkDownsampler(b *testing.B) {
 	src := benchSeries(1, false, true)[0]
 	start, end := src[0].T, src[len(src)-1].T
@@ -131,15 +135,22 @@ func BenchmarkDownsampler(b *testing.B) {
 		cells = append(cells, cell{hour, enc})
 		i = j
 	}
-	for _, spec := range []string{"1m-avg", "1h-avg", "0all-max"} {
-		s := mustSpec(b, spec)
+	for _, spec := range []string{"1m-avg", "1m-avg,keep", "1h-avg", "0all-max"} {
+		text, keep := strings.CutSuffix(spec, ",keep")
+		s := mustSpec(b, text)
 		dst := make([]chunk.Point, 0, benchPoints)
+		reset := func(d *Downsampler) {
+			d.Reset(dst[:0], s, start, end, nil)
+			if keep {
+				d.KeepBefore(start+(end-start)/2, 1)
+			}
+		}
 		b.Run(spec+"/points", func(b *testing.B) {
 			var d Downsampler
 			b.ReportAllocs()
 			defer reportCPU(b, cputime.Used(), benchPoints)
 			for b.Loop() {
-				d.Reset(dst[:0], s, start, end, nil)
+				reset(&d)
 				for i := 0; i < len(src); i += 64 {
 					d.AddPoints(src[i:min(i+64, len(src))])
 				}
@@ -152,7 +163,7 @@ func BenchmarkDownsampler(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b, cputime.Used(), benchPoints)
 			for b.Loop() {
-				d.Reset(dst[:0], s, start, end, nil)
+				reset(&d)
 				for _, c := range cells {
 					if err := it.Reset(c.data, c.hour); err != nil {
 						b.Fatal(err)

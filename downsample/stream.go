@@ -2,6 +2,7 @@ package downsample
 
 import (
 	"math"
+	"sort"
 	"time"
 
 	"hourglass/chunk"
@@ -34,6 +35,10 @@ type Downsampler struct {
 
 	limit int64 // points it may still emit; < 0: no limit
 	over  bool  // it would have emitted more than its limit
+
+	keepFrom int64 // KeepBefore's from
+	keepN    int   // KeepBefore's n; 0: every bucket is kept
+	base     int   // len(dst) at Reset: the buckets emitted start there
 }
 
 // Reset prepares d to downsample one series with spec over [start, end]
@@ -49,7 +54,7 @@ func (d *Downsampler) Reset(dst []chunk.Point, spec Spec, start, end int64, loc 
 		panic("downsample: Spec has no interval; use ParseSpec")
 	}
 	d.release()
-	*d = Downsampler{spec: spec, start: start, end: end, dst: dst, prevT: math.MinInt64, limit: -1}
+	*d = Downsampler{spec: spec, start: start, end: end, dst: dst, prevT: math.MinInt64, limit: -1, base: len(dst)}
 	if spec.Agg.kind == kMedian || spec.Agg.kind == kPercentile {
 		d.bufp = floatBufs.Get().(*[]float64)
 		d.acc.buf = *d.bufp
@@ -75,6 +80,59 @@ func (d *Downsampler) Reset(dst []chunk.Point, spec Spec, start, end int64, loc 
 // the memory of one series when the caller could not bound its buckets
 // beforehand. Reset removes the limit.
 func (d *Downsampler) Limit(n int64) { d.limit = max(n, 0) }
+
+// KeepBefore lets d drop, of the buckets that start before from, all but
+// the last n that have points (n >= 1), for a caller that trims the
+// output to [from, end] and needs no more than those before from (the
+// base of an interpolation, of a rate). d drops only at a run of points
+// (AddBlock, AddPoints) that holds n buckets before from after some of its
+// points: those points it skips unread, the buckets before them it drops,
+// emitted or not (their points no longer count against the Limit). It may
+// keep more. With a fill policy, calendar or 0all buckets it keeps every
+// bucket. Reset removes it.
+func (d *Downsampler) KeepBefore(from int64, n int) {
+	if n < 1 || d.spec.All || d.spec.Fill != FillNone || d.bk.cal {
+		return
+	}
+	d.keepFrom, d.keepN = from, n
+}
+
+// skip is KeepBefore's drop at a run of n points whose i-th timestamp is
+// at(i), increasing: it returns the index of the first point to add, 0
+// when nothing can be dropped.
+func (d *Downsampler) skip(n int, at func(int) int64) int {
+	if !d.started || d.dead || at(0) <= d.prevT {
+		return 0
+	}
+	// The points before keepFrom (and in the range).
+	lim := min(d.keepFrom, satAdd(d.end, 1))
+	j := sort.Search(n, func(i int) bool { return at(i) >= lim })
+	i0 := 0
+	for range d.keepN {
+		if j == 0 {
+			return 0 // fewer than keepN buckets before from in the run
+		}
+		t := at(j - 1)
+		bs := t - floorMod(t, d.bk.width)
+		i0 = sort.Search(j, func(i int) bool { return at(i) >= bs })
+		j = i0
+	}
+	if i0 == 0 {
+		return 0
+	}
+	// Points 0..i0-1, the current bucket and the emitted ones are all in
+	// buckets before the bucket of point i0, and keepN buckets before
+	// from follow them.
+	if d.limit >= 0 {
+		d.limit += int64(len(d.dst) - d.base)
+	}
+	d.dst = d.dst[:d.base]
+	d.acc.reset(d.spec.Agg, d.acc.buf)
+	d.n = 0
+	d.bs, d.be = d.bk.bounds(at(i0))
+	d.prevT = at(i0 - 1)
+	return i0
+}
 
 // Over reports whether d stopped at its Limit, so that its output is
 // incomplete; it is final once Finish has returned, until Reset.
@@ -122,7 +180,11 @@ func (d *Downsampler) Add(t int64, v chunk.Value) {
 // bucket in one loop.
 func (d *Downsampler) AddBlock(b *chunk.Block) {
 	ts := b.T
-	for i := 0; i < len(ts); {
+	i := 0
+	if d.keepN > 0 && len(ts) > 0 && ts[0] < d.keepFrom {
+		i = d.skip(len(ts), func(k int) int64 { return ts[k] })
+	}
+	for i < len(ts) {
 		t := ts[i]
 		if (t <= d.prevT || t < d.bs || t >= d.be || t > d.end) && !d.turn(t) {
 			d.add(t, b.Value(i))
@@ -148,7 +210,11 @@ func (d *Downsampler) AddBlock(b *chunk.Block) {
 // AddPoints adds pts, as Add would one by one: the points of a bucket in
 // one loop. Their timestamps must increase.
 func (d *Downsampler) AddPoints(pts []chunk.Point) {
-	for i := 0; i < len(pts); {
+	i := 0
+	if d.keepN > 0 && len(pts) > 0 && pts[0].T < d.keepFrom {
+		i = d.skip(len(pts), func(k int) int64 { return pts[k].T })
+	}
+	for i < len(pts) {
 		t := pts[i].T
 		if (t <= d.prevT || t < d.bs || t >= d.be || t > d.end) && !d.turn(t) {
 			d.add(t, pts[i].V)

@@ -180,3 +180,123 @@ func TestDownsamplerPanicsOutOfOrder(t *testing.T) {
 	}()
 	d.Add(10, chunk.Int(2))
 }
+
+// TestDownsamplerKeepBefore feeds random series with KeepBefore(from, n)
+// and requires Downsample's output less some of its first buckets: every
+// bucket from `from` on and the last n before it kept, those before them
+// kept or not, but never one in the middle dropped.
+func TestDownsamplerKeepBefore(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	specs := []string{"1m", "5m", "7s", "1h", "3h", "1hc", "0all"}
+	fills := []string{"", "", "", "-nan", "-zero"}
+	var d Downsampler
+	dropped := 0
+	for n := range 4000 {
+		agg := Names()[r.IntN(len(Names()))]
+		if agg == "none" {
+			agg = "avg"
+		}
+		text := specs[r.IntN(len(specs))] + "-" + agg + fills[r.IntN(len(fills))]
+		spec, err := ParseSpec(text)
+		if err != nil {
+			t.Fatal(text, err)
+		}
+		pts := randomStream(r)
+		if len(pts) < 2 {
+			continue
+		}
+		lo, hi := pts[0].T-3e6, pts[len(pts)-1].T+3e6
+		start := lo + r.Int64N(hi-lo)
+		end := start + r.Int64N(hi-start+1)
+		from := start + r.Int64N(end-start+1)
+		if r.IntN(10) == 0 {
+			from = end + 1 + r.Int64N(1e6) // past the range
+		}
+		keep := 1 + r.IntN(3)
+		want := Downsample(nil, pts, spec, start, end, time.UTC)
+		check := func(how string, got []chunk.Point) {
+			t.Helper()
+			k := len(want) - len(got)
+			if k < 0 || !identical(got, want[k:]) {
+				t.Fatalf("case %d %s: %s over [%d, %d] keeping %d before %d:\ngot  %v\nwant %v", n, how, text, start, end, keep, from, got, want)
+			}
+			before := 0 // want's buckets before from that got keeps
+			for _, p := range got {
+				if p.T < from {
+					before++
+				}
+			}
+			all := 0
+			for _, p := range want {
+				if p.T < from {
+					all++
+				}
+			}
+			if before < min(keep, all) {
+				t.Fatalf("case %d %s: %s keeps %d buckets before %d, want at least %d of %d:\ngot  %v\nwant %v", n, how, text, before, from, keep, all, got, want)
+			}
+			if k > 0 {
+				dropped++
+			}
+		}
+		d.Reset(nil, spec, start, end, time.UTC)
+		d.KeepBefore(from, keep)
+		addByBlocks(t, &d, pts)
+		check("by blocks", d.Finish())
+		d.Reset(nil, spec, start, end, time.UTC)
+		d.KeepBefore(from, keep)
+		for i := 0; i < len(pts); {
+			j := min(len(pts), i+r.IntN(100))
+			if j == i {
+				d.Add(pts[i].T, pts[i].V)
+				j++
+			} else {
+				d.AddPoints(pts[i:j])
+			}
+			i = j
+		}
+		check("by runs", d.Finish())
+	}
+	if dropped < 100 {
+		t.Fatalf("buckets dropped in %d runs only", dropped)
+	}
+}
+
+// TestDownsamplerKeepBeforeLimit: the buckets KeepBefore drops give their
+// points back to the Limit. Two hours of 10 s points into 1 m buckets, the
+// last ten minutes wanted: 11 buckets (the one before and ten), where all
+// would be 120.
+func TestDownsamplerKeepBeforeLimit(t *testing.T) {
+	spec, err := ParseSpec("1m-sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const t0 = int64(1_700_006_400_000) // a whole hour
+	var pts []chunk.Point
+	for k := range 720 {
+		pts = append(pts, chunk.Point{T: t0 + int64(k)*10_000, V: chunk.Int(int64(k))})
+	}
+	end := pts[len(pts)-1].T
+	from := t0 + 110*60_000
+	want := Downsample(nil, pts, spec, t0, end, nil)
+	var d Downsampler
+	d.Reset(nil, spec, t0, end, nil)
+	d.Limit(11)
+	d.KeepBefore(from, 1)
+	for i := 0; i < len(pts); i += 64 {
+		d.AddPoints(pts[i:min(i+64, len(pts))])
+	}
+	got := d.Finish()
+	if d.Over() || !identical(got, want[len(want)-11:]) {
+		t.Fatalf("over %v, got %v\nwant %v", d.Over(), got, want[len(want)-11:])
+	}
+	// Without KeepBefore the limit stops it.
+	d.Reset(nil, spec, t0, end, nil)
+	d.Limit(11)
+	for i := 0; i < len(pts); i += 64 {
+		d.AddPoints(pts[i:min(i+64, len(pts))])
+	}
+	if d.Finish(); !d.Over() {
+		t.Fatal("not over its limit without KeepBefore")
+	}
+}

@@ -367,7 +367,10 @@ func BenchmarkPromMix(b *testing.B) {
 // last point (in the store), 1 m downsampling; rate reads the gauge as a
 // counter; topk is each series' maximum over the hour (0all-max, no
 // aggregator). The head- cases end at the last point (the head's hour,
-// as the load generator's queries do); raw is one host's points.
+// as the load generator's queries do); raw is one host's points. The mid-
+// cases end half an hour into the head's hour, so that their hour starts
+// in the middle of the store's last one, as most of the load generator's
+// do (it ends its queries at the minute of the last point).
 func BenchmarkRunMix(b *testing.B) {
 	env := openBench(b)
 	ctx := context.Background()
@@ -394,6 +397,7 @@ func BenchmarkRunMix(b *testing.B) {
 		groupBy string
 		host    string
 		head    bool
+		mid     bool
 		results int
 	}{
 		{name: "sum", agg: "sum", ds: "1m-avg", groupBy: "region", results: 4},
@@ -403,11 +407,16 @@ func BenchmarkRunMix(b *testing.B) {
 		{name: "head-rate", agg: "sum", ds: "1m-avg", groupBy: "region", rate: true, head: true, results: 4},
 		{name: "head-topk", agg: "none", ds: "0all-max", head: true, results: benchSeries},
 		{name: "head-raw", agg: "none", host: "h00007", head: true, results: 1},
+		{name: "mid-sum", agg: "sum", ds: "1m-avg", groupBy: "region", mid: true, results: 4},
+		{name: "mid-rate", agg: "sum", ds: "1m-avg", groupBy: "region", rate: true, mid: true, results: 4},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			end := env.end
-			if c.head {
+			switch {
+			case c.head:
 				end = headEnd
+			case c.mid:
+				end = env.end + rowkey.HourMs/2
 			}
 			req := query.Request{
 				Selector:   query.Selector{Metric: "cpu.usage", Start: end - rowkey.HourMs, End: end},

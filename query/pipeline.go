@@ -62,7 +62,9 @@ func (e *Engine) Run(ctx context.Context, req Request) ([]Result, error) {
 // With a downsample spec, Fetch returns each series downsampled: its
 // points go into their buckets as they are decoded, and are never held
 // all at once. Series.RawPoints still counts the points read; Process
-// knows not to downsample these series again.
+// knows not to downsample these series again. Of the buckets before
+// req.Start only those Process needs are kept (keepBefore): the points
+// of the others are skipped as they come.
 func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	sel := req.Selector
 	if req.Downsample != nil || req.Rate {
@@ -88,12 +90,35 @@ func (e *Engine) Fetch(ctx context.Context, req Request) ([]Series, error) {
 	if ss, ok, err := e.fetchRollups(ctx, req, entries, sel.Start, sel.End); ok {
 		return ss, err
 	}
-	return e.readDownsampled(ctx, entries, sel.Start, sel.End, *req.Downsample, req.Location)
+	return e.readDownsampled(ctx, entries, sel.Start, sel.End, *req.Downsample, req.Location, req.Start, keepBefore(req))
+}
+
+// keepBefore is how many of a series' buckets before req.Start Process
+// needs (Fetch reads from further back, scanStart), 0 for all of them:
+// the last one, the base of the aggregation's interpolation at the first
+// times in range (and of the first rate in range when not aggregated);
+// with a rate and an aggregation the last two, so that the last rate
+// before the start is there (a series' rate at a time in range without a
+// point of its own is its previous one). With dropResets that rate may be
+// from any bucket before (a dropped rate makes no point): all are kept.
+func keepBefore(req Request) int {
+	agg := req.Aggregator != nil && !req.Aggregator.IsNone()
+	switch {
+	case !req.Rate:
+		return 1
+	case !agg:
+		return 1
+	case req.RateOptions.DropResets:
+		return 0
+	}
+	return 2
 }
 
 // readDownsampled is read with each series downsampled with spec over
-// [start, end] as its points are decoded.
-func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, start, end int64, spec downsample.Spec, loc *time.Location) ([]Series, error) {
+// [start, end] as its points are decoded. With keep > 0, of the buckets
+// before keepFrom only the last keep are needed (downsample.KeepBefore):
+// the points before them are skipped as they come, in whole blocks.
+func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, start, end int64, spec downsample.Spec, loc *time.Location, keepFrom int64, keep int) ([]Series, error) {
 	if len(entries) == 0 || end < start {
 		return nil, nil
 	}
@@ -135,6 +160,9 @@ func (e *Engine) readDownsampled(ctx context.Context, entries []*series.Entry, s
 				dst = make([]chunk.Point, 0, min(int64(capHint), got))
 			}
 			w.ds.Reset(dst, spec, start, end, loc)
+			if keep > 0 {
+				w.ds.KeepBefore(keepFrom, keep)
+			}
 			if b.limited {
 				w.ds.Limit(got)
 			}

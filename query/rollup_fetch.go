@@ -275,7 +275,7 @@ func (e *Engine) joinRollups(ctx context.Context, req Request, entries []*series
 	}
 	// The series read raw whole.
 	if len(rawIdx) > 0 {
-		raw, err := e.readDownsampled(ctx, pick(entries, rawIdx), start, end, spec, loc)
+		raw, err := e.readDownsampled(ctx, pick(entries, rawIdx), start, end, spec, loc, 0, 0)
 		if err != nil {
 			return nil, err
 		}
