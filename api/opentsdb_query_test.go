@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
@@ -122,5 +123,32 @@ func BenchmarkOpenTSDBQuery(b *testing.B) {
 				b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})
+	}
+}
+
+// Each result of a reply of many carries its own series' tags (the
+// handler reuses one buffer for them from one result to the next).
+func TestOpenTSDBQueryResultTags(t *testing.T) {
+	ps := newPromServer(t, nil)
+	fillQueryData(t, ps, 40, 60_000)
+	r := ps.do("POST", "/api/query", nil, queryBody(`{"aggregator":"none","metric":"cpu.usage","downsample":"0all-max"}`))
+	if r.code != 200 {
+		t.Fatalf("%d: %s", r.code, r.body)
+	}
+	var got []struct {
+		Tags map[string]string  `json:"tags"`
+		DPS  map[string]float64 `json:"dps"`
+	}
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 {
+		t.Fatalf("%d results", len(got))
+	}
+	for i, res := range got {
+		host := fmt.Sprintf("h%05d", i)
+		if len(res.Tags) != 2 || res.Tags["host"] != host || res.Tags["region"] != fmt.Sprintf("r%d", i%4) || len(res.DPS) != 1 {
+			t.Fatalf("result %d: tags %v, %d points; want host %s", i, res.Tags, len(res.DPS), host)
+		}
 	}
 }

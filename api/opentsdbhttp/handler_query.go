@@ -301,13 +301,15 @@ func (s *reads) writeQueryReply(ctx context.Context, w http.ResponseWriter, req 
 	defer dialect.PutBuf(buf)
 	out := append(buf.AvailableBuffer(), '[')
 	first := true
+	var tags []opentsdb.Tag // each result's in turn
 	for si := range subs {
 		sb := &subs[si]
 		serStart := time.Now()
 		f := opentsdb.ResultFormat{Arrays: req.Arrays, MsResolution: req.MsResolution, NaNIsNull: sb.fill == downsample.FillNull}
 		for i := range sb.results {
 			res := &sb.results[i]
-			qr := queryResult(req, sb, i, globals)
+			qr := queryResult(req, sb, i, globals, tags[:0])
+			tags = qr.Tags
 			if !first {
 				out = append(out, ',')
 			}
@@ -356,10 +358,12 @@ func (s *reads) writeQueryReply(ctx context.Context, w http.ResponseWriter, req 
 	return summaryJSON(subs, time.Since(began)), nil
 }
 
-// queryResult is the reply object of result i of sb, without its points.
-func queryResult(req *opentsdb.QueryRequest, sb *subResult, i int, globals []opentsdb.Annotation) opentsdb.QueryResult {
+// queryResult is the reply object of result i of sb, without its points,
+// its tags appended to tags (the caller's buffer, reused from one result
+// to the next: a reply of many series does not allocate each one's).
+func queryResult(req *opentsdb.QueryRequest, sb *subResult, i int, globals []opentsdb.Annotation, tags []opentsdb.Tag) opentsdb.QueryResult {
 	res := &sb.results[i]
-	qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags, GlobalAnnotations: globals}
+	qr := opentsdb.QueryResult{Metric: res.Metric, AggregateTags: res.AggregateTags, GlobalAnnotations: globals, Tags: tags}
 	for _, t := range res.Tags {
 		qr.Tags = append(qr.Tags, opentsdb.Tag{Key: t.Key, Value: t.Value})
 	}
