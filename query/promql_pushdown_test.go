@@ -138,6 +138,20 @@ func windowExpr(r *rand.Rand, fn, sel string) string {
 	return fmt.Sprintf("%s(%s)", fn, sel)
 }
 
+// runPushed runs the query mk makes twice, by the engine alone (want) and
+// with PromPushdown (got), and returns both answers and the statement's
+// expression before and after PromPushdown rewrote it.
+func runPushed(t *testing.T, ctx context.Context, mk func() (promql.Query, error)) (got, want, before, after string) {
+	t.Helper()
+	want = runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+	var pushed promql.Query
+	got = runQuery(t, mk, func(q promql.Query) context.Context {
+		pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
+		return PromPushdown(ctx, q.Statement())
+	})
+	return got, want, before, pushed.Statement().(*parser.EvalStmt).Expr.String()
+}
+
 // runQuery runs the query mk makes with the context ctxFor gives and
 // returns its answer with every float's bits.
 func runQuery(t *testing.T, mk func() (promql.Query, error), ctxFor func(promql.Query) context.Context) string {

@@ -13,7 +13,6 @@ import (
 	"slices"
 
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
 
 	"hourglass/chunk"
 	"hourglass/rowkey"
@@ -83,20 +82,14 @@ func TestPromRateManySeries(t *testing.T) {
 	} {
 		for _, step := range []time.Duration{time.Minute, 10 * time.Second, 7 * time.Minute} {
 			mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
-			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
-			var pushed promql.Query
-			var before string
-			got := runQuery(t, mk, func(q promql.Query) context.Context {
-				pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
-				return PromPushdown(ctx, q.Statement())
-			})
+			got, want, before, after := runPushed(t, ctx, mk)
 			if got != want {
 				t.Fatalf("%s step %s:\ncomputed %s\nengine   %s", expr, step, got, want)
 			}
 			if !strings.Contains(want, "{") {
 				t.Fatalf("%s step %s: an empty answer", expr, step)
 			}
-			if after := pushed.Statement().(*parser.EvalStmt).Expr.String(); after == before || !strings.HasPrefix(after, rewritten) {
+			if after == before || !strings.HasPrefix(after, rewritten) {
 				t.Fatalf("%s step %s: not computed by Select as %s... (%s)", expr, step, rewritten, after)
 			}
 		}
@@ -130,13 +123,7 @@ func TestPromWindowFuncsComputed(t *testing.T) {
 					}
 					return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step)
 				}
-				want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
-				var pushed promql.Query
-				var before string
-				got := runQuery(t, mk, func(q promql.Query) context.Context {
-					pushed, before = q, q.Statement().String()
-					return PromPushdown(ctx, q.Statement())
-				})
+				got, want, before, after := runPushed(t, ctx, mk)
 				if got != want {
 					t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
 				}
@@ -144,8 +131,8 @@ func TestPromWindowFuncsComputed(t *testing.T) {
 					t.Fatalf("%s step %s: an empty answer", expr, step)
 				}
 				_, folds := foldFuncs[name]
-				if rewritten := pushed.Statement().String() != before; rewritten == (folds && (step == 0 || step >= c.rng)) {
-					t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, pushed.Statement())
+				if rewritten := after != before; rewritten == (folds && (step == 0 || step >= c.rng)) {
+					t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, after)
 				}
 			}
 		}
@@ -253,17 +240,11 @@ func TestPromQuantileOverTimeLeft(t *testing.T) {
 	for _, expr := range []string{"quantile_over_time(1.5, m[5m])", "quantile_over_time(-0.1, m[5m])",
 		"quantile_over_time(NaN, m[5m])", "quantile_over_time(scalar(m{host=\"h00\"}), m[5m])"} {
 		mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, time.Minute) }
-		want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
-		var pushed promql.Query
-		var before string
-		got := runQuery(t, mk, func(q promql.Query) context.Context {
-			pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
-			return PromPushdown(ctx, q.Statement())
-		})
+		got, want, before, after := runPushed(t, ctx, mk)
 		if got != want {
 			t.Fatalf("%s:\n%s", expr, firstDiff(got, want))
 		}
-		if after := pushed.Statement().(*parser.EvalStmt).Expr.String(); after != before {
+		if after != before {
 			t.Fatalf("%s: rewritten to %s", expr, after)
 		}
 	}
@@ -317,17 +298,11 @@ func TestPromQuantileOverTimeSliding(t *testing.T) {
 		"quantile_over_time(0.5, q[1m])", "quantile_over_time(1, q[10m])", "quantile_over_time(0.33, q[20s])"} {
 		for _, step := range []time.Duration{10 * time.Second, time.Minute, 130 * time.Second, 7 * time.Minute} {
 			mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step) }
-			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
-			var pushed promql.Query
-			var before string
-			got := runQuery(t, mk, func(q promql.Query) context.Context {
-				pushed, before = q, q.Statement().(*parser.EvalStmt).Expr.String()
-				return PromPushdown(ctx, q.Statement())
-			})
+			got, want, before, after := runPushed(t, ctx, mk)
 			if got != want {
 				t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
 			}
-			if pushed.Statement().(*parser.EvalStmt).Expr.String() == before {
+			if after == before {
 				t.Fatalf("%s step %s: not computed", expr, step)
 			}
 		}

@@ -704,7 +704,15 @@ func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.P
 		}
 		want += c.countRange(start, end)
 	}
-	dst = slices.Grow(dst, want)
+	dst = s.appendPoints(slices.Grow(dst, want), start, end)
+	s.mu.Unlock()
+	return append(dst[:n], SortDedup(dst[n:])...)
+}
+
+// appendPoints appends to dst the points of s in [start, end]: its sealed
+// chunks waiting for the store, then its open chunks (their frozen blocks
+// decoded), in that order, not sorted or deduplicated. s.mu is held.
+func (s *memSeries) appendPoints(dst []chunk.Point, start, end int64) []chunk.Point {
 	for _, c := range s.pending {
 		dst = appendRange(dst, c.pts, start, end)
 	}
@@ -715,8 +723,7 @@ func (h *Head) Snapshot(l Labels, start, end int64, dst []chunk.Point) []chunk.P
 		}
 		dst = c.appendRange(dst, &it, start, end)
 	}
-	s.mu.Unlock()
-	return append(dst[:n], SortDedup(dst[n:])...)
+	return dst
 }
 
 // countRange is the number of pts in [start, end].

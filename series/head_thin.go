@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"hourglass/chunk"
-	"hourglass/rowkey"
 )
 
 // Thin says which points of a snapshot a reader takes: a PromQL instant
@@ -92,16 +91,7 @@ func (h *Head) SnapshotThin(l Labels, start, end int64, th Thin, dst []chunk.Poi
 	bp := thinBufs.Get().(*[]chunk.Point)
 	buf := (*bp)[:0]
 	s.mu.Lock()
-	for _, c := range s.pending {
-		buf = appendRange(buf, c.pts, start, end)
-	}
-	var it chunk.Iterator // decodes the frozen blocks of every open chunk
-	for _, c := range s.open {
-		if c.hour+rowkey.HourMs <= start || c.hour > end {
-			continue
-		}
-		buf = c.appendRange(buf, &it, start, end)
-	}
+	buf = s.appendPoints(buf, start, end)
 	s.mu.Unlock()
 	dst, ok := th.appendThin(dst, buf)
 	if !ok {
