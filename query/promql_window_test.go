@@ -192,18 +192,7 @@ func FuzzPromWindowMatchesEngine(f *testing.F) {
 			}
 			samples = append(samples, series.Sample{Labels: l, T: tt, V: chunk.Float(v)})
 		}
-		half := len(samples) / 2
-		for k, part := range [][]series.Sample{samples[:half], samples[half:]} {
-			errs := make([]error, len(part))
-			if err := env.head.Append(ctx, part, errs); err != nil {
-				t.Fatal(err)
-			}
-			if k == 0 {
-				if err := env.head.Flush(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		appendHalfFlushed(t, ctx, env.head, samples)
 		name := names[int(fn)%len(names)]
 		sel := fmt.Sprintf("fz[%ds]", rngS%3600+1)
 		if offS != 0 {
@@ -280,17 +269,7 @@ func TestPromQuantileOverTimeSliding(t *testing.T) {
 			samples = append(samples, series.Sample{Labels: l, T: t0 + int64(p)*10_000 + int64(i%3)*1000, V: chunk.Float(v)})
 		}
 	}
-	for k, part := range [][]series.Sample{samples[:len(samples)/2], samples[len(samples)/2:]} {
-		errs := make([]error, len(part))
-		if err := env.head.Append(ctx, part, errs); err != nil {
-			t.Fatal(err)
-		}
-		if k == 0 {
-			if err := env.head.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	appendHalfFlushed(t, ctx, env.head, samples)
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	qy := env.eng.Queryable(PromLimits{})
 	start, end := time.UnixMilli(t0-60_000), time.UnixMilli(t0+nPoints*10_000+60_000)
@@ -306,5 +285,24 @@ func TestPromQuantileOverTimeSliding(t *testing.T) {
 				t.Fatalf("%s step %s: not computed", expr, step)
 			}
 		}
+	}
+}
+
+// appendHalfFlushed appends the first half of samples to head and flushes
+// it to the store, then appends the rest, which stays in the head.
+func appendHalfFlushed(t *testing.T, ctx context.Context, head interface {
+	Append(context.Context, []series.Sample, []error) error
+	Flush(context.Context) error
+}, samples []series.Sample) {
+	t.Helper()
+	half := len(samples) / 2
+	if err := head.Append(ctx, samples[:half], make([]error, half)); err != nil {
+		t.Fatal(err)
+	}
+	if err := head.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := head.Append(ctx, samples[half:], make([]error, len(samples)-half)); err != nil {
+		t.Fatal(err)
 	}
 }
