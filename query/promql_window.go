@@ -122,7 +122,10 @@ var windowFuncs = map[string]struct {
 }
 
 // numberArg returns the value of e when it is a number literal (in
-// parentheses, or marked step-invariant by the engine).
+// parentheses, or marked step-invariant by the engine), or arithmetic over
+// number literals such as predict_linear's 4*3600 (the engine wraps it as
+// step-invariant and evaluates it once, with scalarBinop's operations,
+// which are these).
 func numberArg(e parser.Expr) (float64, bool) {
 	for {
 		switch n := e.(type) {
@@ -132,6 +135,41 @@ func numberArg(e parser.Expr) (float64, bool) {
 			e = n.Expr
 		case *parser.StepInvariantExpr:
 			e = n.Expr
+		case *parser.UnaryExpr:
+			v, ok := numberArg(n.Expr)
+			if !ok || n.Op != parser.SUB && n.Op != parser.ADD {
+				return 0, false
+			}
+			if n.Op == parser.SUB {
+				v = -v
+			}
+			return v, true
+		case *parser.BinaryExpr:
+			l, ok := numberArg(n.LHS)
+			if !ok {
+				return 0, false
+			}
+			r, ok := numberArg(n.RHS)
+			if !ok {
+				return 0, false
+			}
+			switch n.Op { // the engine's scalarBinop
+			case parser.ADD:
+				return l + r, true
+			case parser.SUB:
+				return l - r, true
+			case parser.MUL:
+				return l * r, true
+			case parser.DIV:
+				return l / r, true
+			case parser.POW:
+				return math.Pow(l, r), true
+			case parser.MOD:
+				return math.Mod(l, r), true
+			case parser.ATAN2:
+				return math.Atan2(l, r), true
+			}
+			return 0, false
 		default:
 			return 0, false
 		}

@@ -306,3 +306,45 @@ func appendHalfFlushed(t *testing.T, ctx context.Context, head interface {
 		t.Fatal(err)
 	}
 }
+
+// TestPromWindowConstantArgs: predict_linear's duration and
+// quantile_over_time's φ written as arithmetic over number literals (the
+// node-exporter mixin's predict_linear(x[6h], 4*60*60)), which the engine
+// wraps as step-invariant, are computed by Select as a literal is, with the
+// engine's answer; φ outside [0, 1] after the arithmetic is left to it.
+func TestPromWindowConstantArgs(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 4)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	start, end := time.UnixMilli(env.last-3*rowkey.HourMs), time.UnixMilli(env.last-rowkey.HourMs/2)
+	for expr, computed := range map[string]bool{
+		"predict_linear(m[10m], 4*60*60) < 1e9":           true,
+		"predict_linear(m[30m], -(3600 / 7))":             true,
+		"predict_linear(m[30m], 2^10 % 1000 + 1)":         true,
+		"quantile_over_time(1/3, m[5m])":                  true,
+		"quantile_over_time(1 atan2 2, m[5m])":            true,
+		"quantile_over_time(scalar(vector(0.25)), m[5m])": false, // not arithmetic over literals
+		"quantile_over_time(3/2, m[5m])":                  false,
+		"quantile_over_time(-(0.5), m[5m])":               false,
+	} {
+		for _, step := range []time.Duration{time.Minute, 0} {
+			mk := func() (promql.Query, error) {
+				if step == 0 {
+					return eng.NewInstantQuery(ctx, qy, nil, expr, end)
+				}
+				return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step)
+			}
+			got, want, before, after := runPushed(t, ctx, mk)
+			if got != want {
+				t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
+			}
+			if !strings.Contains(want, "{") {
+				t.Fatalf("%s step %s: an empty answer", expr, step)
+			}
+			if rewritten := after != before; rewritten != computed {
+				t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, after)
+			}
+		}
+	}
+}
