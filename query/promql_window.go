@@ -803,6 +803,9 @@ func kahanInc(inc, sum, c float64) (float64, float64) {
 // linearRegression is the engine's, over the samples ts, fs (at least
 // two).
 func linearRegression(ts []int64, fs []float64, interceptTime int64) (slope, intercept float64) {
+	if sumX, sumX2, ok := wholeSecondSums(ts, interceptTime); ok {
+		return linearRegressionY(ts, fs, interceptTime, sumX, sumX2)
+	}
 	var (
 		n          float64
 		sumX, cX   float64
@@ -835,13 +838,76 @@ func linearRegression(ts []int64, fs []float64, interceptTime int64) (slope, int
 	sumY += cY
 	sumXY += cXY
 	sumX2 += cX2
+	return regressionLine(n, sumX, sumY, sumXY, sumX2)
+}
 
+// regressionLine is the end of the engine's linearRegression, from its
+// compensated sums.
+func regressionLine(n, sumX, sumY, sumXY, sumX2 float64) (slope, intercept float64) {
 	covXY := sumXY - sumX*sumY/n
 	varX := sumX2 - sumX*sumX/n
 
 	slope = covXY / varX
 	intercept = sumY/n - slope*sumX/n
 	return slope, intercept
+}
+
+// wholeSecondSums returns the sums of x and x² over the samples' times ts
+// as linearRegression's x (seconds from interceptTime), when every x is a
+// whole number of seconds and every partial sum of either is a whole
+// number below 2^53: then every one of the engine's Kahan increments of
+// them is exact, leaves the compensation +0, and the engine's compensated
+// sum is the integer sum. Scrapes at whole seconds and queries at whole
+// seconds (benchmarks, generated data) give such windows; others are
+// summed as the engine sums them.
+func wholeSecondSums(ts []int64, interceptTime int64) (sumX, sumX2 float64, ok bool) {
+	const maxK = 1 << 26 // k² < 2^52
+	var sk, sk2 int64
+	for _, t := range ts {
+		d := t - interceptTime
+		k := d / 1000
+		if k*1000 != d || k > maxK || k < -maxK {
+			return 0, 0, false
+		}
+		sk += k
+		sk2 += k * k
+		// Σ|k| <= Σk² (whole k): the partial sums of k stay within 2^53
+		// while those of k² do.
+		if sk2 > 1<<53 {
+			return 0, 0, false
+		}
+	}
+	return float64(sk), float64(sk2), true
+}
+
+// linearRegressionY is linearRegression for windows whose sums of x and x²
+// wholeSecondSums gave: the Kahan sums of y and x·y alone.
+func linearRegressionY(ts []int64, fs []float64, interceptTime int64, sumX, sumX2 float64) (slope, intercept float64) {
+	var (
+		n          float64
+		sumY, cY   float64
+		sumXY, cXY float64
+	)
+	initY := fs[0]
+	constY := true
+	for i, f := range fs {
+		if constY && i > 0 && f != initY {
+			constY = false
+		}
+		n += 1.0
+		x := float64(ts[i]-interceptTime) / 1e3
+		sumY, cY = kahanInc(f, sumY, cY)
+		sumXY, cXY = kahanInc(x*f, sumXY, cXY)
+	}
+	if constY {
+		if math.IsInf(initY, 0) {
+			return math.NaN(), math.NaN()
+		}
+		return 0, initY
+	}
+	sumY += cY
+	sumXY += cXY
+	return regressionLine(n, sumX, sumY, sumXY, sumX2)
 }
 
 // preIterator is a chunkenc.Iterator over a series' computed results.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/util/kahansum"
 	"slices"
 
 	"github.com/prometheus/prometheus/promql"
@@ -346,5 +347,109 @@ func TestPromWindowConstantArgs(t *testing.T) {
 				t.Fatalf("%s step %s: rewritten %v (%s)", expr, step, rewritten, after)
 			}
 		}
+	}
+}
+
+// engineLinearRegression is the engine's linearRegression over floats
+// (promql/functions.go), with util/kahansum's Inc.
+func engineLinearRegression(ts []int64, fs []float64, interceptTime int64) (slope, intercept float64) {
+	var n, sumX, cX, sumY, cY, sumXY, cXY, sumX2, cX2 float64
+	initY := fs[0]
+	constY := true
+	for i, f := range fs {
+		if constY && i > 0 && f != initY {
+			constY = false
+		}
+		n += 1.0
+		x := float64(ts[i]-interceptTime) / 1e3
+		sumX, cX = kahansum.Inc(x, sumX, cX)
+		sumY, cY = kahansum.Inc(f, sumY, cY)
+		sumXY, cXY = kahansum.Inc(x*f, sumXY, cXY)
+		sumX2, cX2 = kahansum.Inc(x*x, sumX2, cX2)
+	}
+	if constY {
+		if math.IsInf(initY, 0) {
+			return math.NaN(), math.NaN()
+		}
+		return 0, initY
+	}
+	sumX += cX
+	sumY += cY
+	sumXY += cXY
+	sumX2 += cX2
+	covXY := sumXY - sumX*sumY/n
+	varX := sumX2 - sumX*sumX/n
+	slope = covXY / varX
+	intercept = sumY/n - slope*sumX/n
+	return slope, intercept
+}
+
+// TestLinearRegressionWholeSeconds: linearRegression, whose sums of x and
+// x² are integer sums when every x is a whole number of seconds
+// (wholeSecondSums), gives the engine's bits over windows of whole and
+// fractional seconds, x of both signs, x and Σx² near the bounds where the
+// integer sums stop (2^26, 2^53), constant and non-finite values; and the
+// integer sums are taken for whole seconds within the bounds.
+func TestLinearRegressionWholeSeconds(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	whole := 0
+	for c := range 4000 {
+		n := 2 + r.IntN(300)
+		step := int64(1000 * (1 + r.IntN(30)))
+		var t0 int64
+		switch c % 5 {
+		case 0: // far from the intercept: x near 2^26 s
+			t0 = int64(1<<26-r.IntN(3*int(step/1000)*n)) * 1000
+		case 1:
+			step += int64(r.IntN(3)) // fractional seconds now and then
+		case 2: // Σx² near 2^53: n x² of about 2^53/n
+			t0 = int64(math.Sqrt(float64(1<<53)/float64(n))) * 1000 * int64(1-2*r.IntN(2))
+		}
+		ts := make([]int64, n)
+		fs := make([]float64, n)
+		v := r.Float64() * 100
+		for i := range n {
+			ts[i] = t0 + int64(i)*step + int64(r.IntN(2))*1000
+			if i > 0 && ts[i] <= ts[i-1] {
+				ts[i] = ts[i-1] + 1000
+			}
+			switch r.IntN(40) {
+			case 0:
+				v = math.NaN()
+			case 1:
+				v = math.Inf(1 - 2*r.IntN(2))
+			case 2, 3, 4, 5, 6, 7, 8, 9: // unchanged: constant windows now and then
+			default:
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					v = 0
+				}
+				v += float64(r.IntN(2001)-1000) / 100
+			}
+			if c%7 == 0 {
+				v = 42.5 // constant
+			}
+			fs[i] = v
+		}
+		ic := ts[r.IntN(n)] + int64(r.IntN(3))*1000*int64(1-2*r.IntN(2))
+		switch {
+		case c%3 == 0:
+			ic = ts[0]
+		case c%11 == 1: // an offset of years: x of up to 2^32 s
+			ic = ts[0] + int64(1-2*r.IntN(2))*r.Int64N(1<<32)*1000
+		}
+		if _, _, ok := wholeSecondSums(ts, ic); ok {
+			whole++
+		}
+		gs, gi := linearRegression(ts, fs, ic)
+		ws, wi := engineLinearRegression(ts, fs, ic)
+		// Any NaN as one: which NaN an operation returns depends on the
+		// order the compiler gives its operands (sameBitsOrNaN).
+		if !sameBitsOrNaN(gs, ws) || !sameBitsOrNaN(gi, wi) {
+			t.Fatalf("case %d (n %d, t0 %d, step %d, ic %d): %x %x, engine %x %x", c, n, t0, step, ic,
+				math.Float64bits(gs), math.Float64bits(gi), math.Float64bits(ws), math.Float64bits(wi))
+		}
+	}
+	if whole < 1000 || whole > 3800 {
+		t.Fatalf("the integer sums were taken in %d cases of 4000", whole)
 	}
 }
