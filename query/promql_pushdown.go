@@ -32,7 +32,9 @@ import (
 // Select sees only hints, not the expression, so the caller vouches for
 // the expression with PromPushdown: a subquery evaluates its selectors at
 // its own steps, and anchored or smoothed selectors read other windows,
-// so an expression with either is never folded.
+// so an expression with either is never folded (with a subquery, the
+// range functions Select computes are computed at the steps of their own
+// evaluator: promql_window.go).
 
 type pushdownKey struct{}
 
@@ -45,11 +47,14 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	if !ok {
 		return ctx
 	}
-	safe, at := true, false
+	safe, at, subq := true, false, false
 	parser.Inspect(es.Expr, func(n parser.Node, _ []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.SubqueryExpr:
-			safe = false
+			subq = true
+			if n.Timestamp != nil || n.StartOrEnd != 0 {
+				at = true
+			}
 		case *parser.VectorSelector:
 			if n.Anchored || n.Smoothed {
 				safe = false
@@ -63,20 +68,22 @@ func PromPushdown(ctx context.Context, stmt parser.Statement) context.Context {
 	if !safe {
 		return ctx
 	}
-	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at}
+	pd := &pushdown{span: es.End.Sub(es.Start).Milliseconds(), step: es.Interval.Milliseconds(), at: at, subq: subq}
 	if (pd.step > 0 || pd.step == 0 && pd.span == 0) && !at { // a range or an instant query
-		pd.rates = windowCalls(ctx, &es.Expr, pd.step) // promql_window.go
+		pd.rates = windowCalls(ctx, es, pd.step, !subq) // promql_window.go
 	}
 	return context.WithValue(ctx, pushdownKey{}, pd)
 }
 
 // pushdown is what PromPushdown marks a context with: the query's
 // evaluation times (its span end − start and its step), and whether a
-// selector has an @ modifier, which evaluates it at other times; and the
-// range function calls Select may compute (promql_window.go).
+// selector has an @ modifier, which evaluates it at other times; whether
+// the expression has a subquery, whose selectors are evaluated at its own
+// steps (nothing is folded or thinned then); and the range function calls
+// Select may compute (promql_window.go), at their evaluator's steps.
 type pushdown struct {
 	span, step int64
-	at         bool
+	at, subq   bool
 	rates      map[*labels.Matcher]*windowCall
 }
 
@@ -108,7 +115,8 @@ type overTime struct {
 // folded: a folded function over a range, steps that do not overlap, a
 // context marked by PromPushdown.
 func overTimeFor(ctx context.Context, hints *storage.SelectHints) (overTime, bool) {
-	if hints == nil || hints.Range <= 0 || hints.Step < 0 || ctx.Value(pushdownKey{}) == nil {
+	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
+	if hints == nil || hints.Range <= 0 || hints.Step < 0 || pd == nil || pd.subq {
 		return overTime{}, false
 	}
 	fn, ok := foldFuncs[hints.Func]
@@ -128,7 +136,7 @@ func overTimeFor(ctx context.Context, hints *storage.SelectHints) (overTime, boo
 // offset, which hints.End already holds).
 func lastFor(ctx context.Context, hints *storage.SelectHints) (lastPerStep, bool) {
 	pd, _ := ctx.Value(pushdownKey{}).(*pushdown)
-	if pd == nil || pd.at || hints == nil || hints.Range != 0 || hints.Func == "series" || pd.span < 0 || pd.step < 0 {
+	if pd == nil || pd.at || pd.subq || hints == nil || hints.Range != 0 || hints.Func == "series" || pd.span < 0 || pd.step < 0 {
 		return lastPerStep{}, false
 	}
 	if pd.span > 0 && pd.step == 0 {

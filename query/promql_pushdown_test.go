@@ -385,7 +385,7 @@ func TestFoldSumsMatchAdd(t *testing.T) {
 // wherever the sum stays finite (addSums' assumption).
 func TestKahanFloatsMatchInc(t *testing.T) {
 	vals := []float64{0, math.Copysign(0, -1), 5e-324, -5e-324, 1, -1, 0.1, -0.1, 3, -3, 1e16, -1e16,
-		1.7e308, -1.7e308, math.NaN()}
+		1.7e308, -1.7e308, math.NaN(), math.Inf(1), math.Inf(-1)}
 	for _, sum := range vals {
 		for _, f := range vals {
 			for _, c := range []float64{0, 1e-17, -2.5} {
@@ -398,8 +398,23 @@ func TestKahanFloatsMatchInc(t *testing.T) {
 					t.Errorf("sum %v + %v (c %v): got %v, %v, want %v, %v", sum, f, c, gs, gc, ws, wc)
 				}
 			}
+			// kahanInc (promql_window.go), which also handles an
+			// overflowing sum, as Inc does.
+			for _, c := range []float64{0, 1e-17, -2.5} {
+				gs, gc := kahanInc(f, sum, c)
+				ws, wc := kahansum.Inc(f, sum, c)
+				if !sameBitsOrNaN(gs, ws) || !sameBitsOrNaN(gc, wc) {
+					t.Errorf("kahanInc: sum %v + %v (c %v): got %v, %v, want %v, %v", sum, f, c, gs, gc, ws, wc)
+				}
+			}
 		}
 	}
+}
+
+// sameBitsOrNaN reports whether a and b have the same bits, or are both
+// NaN (which NaN an operation returns depends on its operands' order).
+func sameBitsOrNaN(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
 }
 
 // foldState writes a's state with its floats' bits, every NaN as one:

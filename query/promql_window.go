@@ -90,7 +90,42 @@ type windowCall struct {
 	offset          int64         // the selector's offset, ms: predict_linear's evaluation time is the window's end + offset
 	arg             float64       // predict_linear's duration, quantile_over_time's φ
 	slot            *parser.Expr  // the field that holds call, where a vector selector may replace it (nil: none)
+	grid            *stepTimes    // in a subquery, its evaluator's steps (before the selector's offset); nil: the query's
 	done            bool          // rewritten
+}
+
+// subqueryGrid returns the evaluation times of the evaluator of a call
+// whose ancestors are path: nil for the query's own, or those of its
+// innermost subquery, as the engine's subqueryTimeRange gives them from
+// each enclosing evaluator's (an instant query's evaluator steps by 1 ms);
+// false for a subquery without a step (the engine's default interval,
+// not known here). PromPushdown leaves out subqueries with @.
+func subqueryGrid(es *parser.EvalStmt, path []parser.Node) (*stepTimes, bool) {
+	var g *stepTimes
+	start, end, interval := es.Start.UnixMilli(), es.End.UnixMilli(), es.Interval.Milliseconds()
+	if interval == 0 {
+		interval = 1
+	}
+	for _, n := range path {
+		sq, ok := n.(*parser.SubqueryExpr)
+		if !ok {
+			continue
+		}
+		if sq.Step <= 0 || sq.Step%time.Millisecond != 0 || sq.Range%time.Millisecond != 0 || sq.OriginalOffset%time.Millisecond != 0 {
+			return nil, false
+		}
+		off, rng, st := sq.OriginalOffset.Milliseconds(), sq.Range.Milliseconds(), sq.Step.Milliseconds()
+		parentEnd := start + ((end-start)/interval)*interval
+		end = parentEnd - off
+		first := start - off - rng // the first step after it, aligned
+		start = st * (first / st)
+		if start <= first {
+			start += st
+		}
+		interval = st
+		g = &stepTimes{r0: start, step: st, end: end}
+	}
+	return g, true
 }
 
 // windowFuncs are the functions computed here, with rate's, increase's
@@ -176,13 +211,16 @@ func numberArg(e parser.Expr) (float64, bool) {
 	}
 }
 
-// windowCalls returns the calls of the expression *root that Select may
-// compute at steps of step ms, by the first label matcher of their
-// selector, which the engine passes to Select as it is.
-func windowCalls(ctx context.Context, root *parser.Expr, step int64) map[*labels.Matcher]*windowCall {
+// windowCalls returns the calls of es's expression that Select may
+// compute, at the query's steps of step ms or, in a subquery, at the
+// subquery's, by the first label matcher of their selector, which the
+// engine passes to Select as it is. With fold, the calls that
+// promql_pushdown.go folds are left to it.
+func windowCalls(ctx context.Context, es *parser.EvalStmt, step int64, fold bool) map[*labels.Matcher]*windowCall {
 	if maxSourceResolution(ctx) > 0 {
 		return nil
 	}
+	root := &es.Expr
 	var out map[*labels.Matcher]*windowCall
 	parser.Inspect(*root, func(n parser.Node, path []parser.Node) error {
 		c, ok := n.(*parser.Call)
@@ -225,8 +263,12 @@ func windowCalls(ctx context.Context, root *parser.Expr, step int64) map[*labels
 			ms.Range <= 0 || ms.Range%time.Millisecond != 0 || vs.OriginalOffset%time.Millisecond != 0 {
 			return nil
 		}
-		if _, ok := foldFuncs[c.Func.Name]; ok && (step == 0 || step >= ms.Range.Milliseconds()) {
+		if _, ok := foldFuncs[c.Func.Name]; ok && fold && (step == 0 || step >= ms.Range.Milliseconds()) {
 			return nil // folded as the samples decode (promql_pushdown.go)
+		}
+		grid, ok := subqueryGrid(es, path)
+		if !ok {
+			return nil
 		}
 		for _, m := range vs.LabelMatchers {
 			if m.Name == rollupMarker {
@@ -238,7 +280,7 @@ func windowCalls(ctx context.Context, root *parser.Expr, step int64) map[*labels
 		}
 		out[vs.LabelMatchers[0]] = &windowCall{call: c, sel: ms, rng: ms.Range.Milliseconds(), rngDur: ms.Range,
 			counter: kind.counter, isRate: kind.isRate, name: c.Func.Name, fn: kind.fn,
-			offset: vs.OriginalOffset.Milliseconds(), arg: arg, slot: slotOf(root, path, c)}
+			offset: vs.OriginalOffset.Milliseconds(), arg: arg, slot: slotOf(root, path, c), grid: grid}
 		return nil
 	})
 	return out
@@ -269,6 +311,10 @@ func slotOf(root *parser.Expr, path []parser.Node, c *parser.Call) *parser.Expr 
 			return &p.RHS
 		}
 	case *parser.ParenExpr:
+		if p.Expr == c {
+			return &p.Expr
+		}
+	case *parser.SubqueryExpr: // evaluated at the subquery's steps as any expression
 		if p.Expr == c {
 			return &p.Expr
 		}
@@ -314,6 +360,9 @@ func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *push
 		}
 	}
 	steps := stepTimes{r0: hints.End - pd.span, step: pd.step, end: hints.End}
+	if g := rc.grid; g != nil { // a subquery's steps, less the selector's offset
+		steps = stepTimes{r0: g.r0 - rc.offset, step: g.step, end: g.end - rc.offset}
+	}
 	err := eachSeries(ctx, ss, func(w *windowWorker, s *promSeries) error { return w.series(s, rc, steps) })
 	if err != nil {
 		return storage.ErrSeriesSet(err), true
@@ -349,7 +398,7 @@ func (q *promQuerier) selectWindow(ctx context.Context, rc *windowCall, pd *push
 		rc.call.Func = parser.Functions["max_over_time"]
 	}
 	rc.call.Args = []parser.Expr{rc.sel}
-	rc.sel.Range = time.Duration(max(pd.step, 1)) * time.Millisecond // an instant query's: (t − 1 ms, t]
+	rc.sel.Range = time.Duration(max(steps.step, 1)) * time.Millisecond // an instant query's: (t − 1 ms, t]
 	return set, true
 }
 

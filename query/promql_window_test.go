@@ -453,3 +453,78 @@ func TestLinearRegressionWholeSeconds(t *testing.T) {
 		t.Fatalf("the integer sums were taken in %d cases of 4000", whole)
 	}
 }
+
+// TestPromWindowInSubquery: the range functions Select computes inside a
+// subquery, at the subquery's own steps (aligned to its step, as the
+// engine's subqueryTimeRange aligns them), nested in another or beside a
+// call outside any, in range and instant queries, with offsets on the
+// subquery and the selector, answer as the engine does, bit for bit, and
+// were computed; a subquery without a step or with @ is left to the
+// engine.
+func TestPromWindowInSubquery(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 4)
+	addStale(t, env)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+		EnableAtModifier: true, NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 }})
+	qy := env.eng.Queryable(PromLimits{})
+	// Times off the subqueries' step grids, so that alignment matters.
+	start, end := time.UnixMilli(env.last-3*rowkey.HourMs+7_000), time.UnixMilli(env.last-rowkey.HourMs/2+13_000)
+	for expr, computed := range map[string]bool{
+		"max_over_time(rate(m[5m])[1h:1m])":                                          true,
+		"avg_over_time(sum by (host) (irate(m[2m]))[30m:45s] offset 7m)":             true,
+		"max_over_time(deriv(rate(m[5m])[20m:1m])[1h:5m])":                           true,
+		"min_over_time(avg_over_time(m[10m] offset 90s)[25m:2m])":                    true,
+		"quantile_over_time(0.9, stddev_over_time(m[3m])[40m:30s])":                  true,
+		"rate(m[5m]) - on (host) avg_over_time(rate(m[5m])[1h:1m])":                  true,
+		"sum_over_time(max_over_time(m[1m])[10m:1m])":                                true,
+		"predict_linear(avg_over_time(m[5m])[30m:1m], 600)":                          true,
+		"max_over_time(timestamp(last_over_time(m[5m]))[10m:1m])":                    true,
+		"max_over_time(rate(m[5m])[1h:])":                                            false,
+		"max_over_time(rate(m[5m])[1h:1m] @ " + fmt.Sprint(env.last/1000-3600) + ")": false,
+	} {
+		for _, step := range []time.Duration{time.Minute, 7 * time.Minute, 0} {
+			mk := func() (promql.Query, error) {
+				if step == 0 {
+					return eng.NewInstantQuery(ctx, qy, nil, expr, end)
+				}
+				return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, step)
+			}
+			// Whether Select computed a call: the engine itself leaves a
+			// subquery's expression changed after it runs, so the
+			// statement's text does not tell.
+			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
+			var pd *pushdown
+			got := runQuery(t, mk, func(q promql.Query) context.Context {
+				c := PromPushdown(ctx, q.Statement())
+				pd, _ = c.Value(pushdownKey{}).(*pushdown)
+				return c
+			})
+			rewritten := false
+			for _, rc := range pd.rates {
+				rewritten = rewritten || rc.done
+			}
+			if step == 0 {
+				// An instant vector from a subquery's matrix comes in the
+				// engine's map order.
+				got, want = sortedLines(got), sortedLines(want)
+			}
+			if got != want {
+				t.Fatalf("%s step %s:\n%s", expr, step, firstDiff(got, want))
+			}
+			if !strings.Contains(want, "{") {
+				t.Fatalf("%s step %s: an empty answer", expr, step)
+			}
+			if rewritten != computed {
+				t.Fatalf("%s step %s: computed %v", expr, step, rewritten)
+			}
+		}
+	}
+}
+
+// sortedLines returns s's lines sorted.
+func sortedLines(s string) string {
+	l := strings.Split(s, "\n")
+	slices.Sort(l)
+	return strings.Join(l, "\n")
+}
