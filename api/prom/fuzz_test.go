@@ -321,6 +321,9 @@ func FuzzReadEncoders(f *testing.F) {
 
 func FuzzAppendJSON(f *testing.F) {
 	f.Add("a<b>\n\xff\u2028", 1.5, int64(1500))
+	f.Add("", 12.34, int64(1795886284000))  // whole hundredths (appendHundredths)
+	f.Add("", -999999999999.99, int64(-10)) // at its bound
+	f.Add("", 0.30000000000000004, int64(0))
 	f.Fuzz(func(t *testing.T, s string, v float64, ts int64) {
 		want, _ := json.Marshal(s)
 		if got := AppendString(nil, s); string(got) != string(want) {

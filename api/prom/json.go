@@ -3,6 +3,7 @@ package prom
 import (
 	"hourglass/api/jsonw"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -64,6 +65,7 @@ func AppendError(dst []byte, errorType, msg string) []byte {
 // AppendQueryData appends {"resultType":"<type>","result":<value>} for the
 // value of a PromQL query.
 func AppendQueryData(dst []byte, v parser.Value) []byte {
+	dst = slices.Grow(dst, querySize(v))
 	dst = append(dst, `{"resultType":`...)
 	dst = AppendString(dst, string(v.Type()))
 	dst = append(dst, `,"result":`...)
@@ -71,16 +73,35 @@ func AppendQueryData(dst []byte, v parser.Value) []byte {
 	return append(dst, '}')
 }
 
+// querySize is about the bytes AppendQueryData writes for v, so that the
+// answer is written into one buffer of its size instead of one that grows
+// (and is copied) as it fills: a point takes about 24 bytes ("[t,"v"]," with
+// a 10-digit timestamp and a short value), a series' labels about 128.
+func querySize(v parser.Value) int {
+	switch x := v.(type) {
+	case promql.Matrix:
+		n := 64
+		for i := range x {
+			n += 128 + 24*len(x[i].Floats) + 256*len(x[i].Histograms)
+		}
+		return n
+	case promql.Vector:
+		return 64 + 160*len(x)
+	}
+	return 64
+}
+
 // AppendValue appends a PromQL value as the API writes it.
 func AppendValue(dst []byte, v parser.Value) []byte {
 	switch x := v.(type) {
 	case promql.Matrix:
 		dst = append(dst, '[')
+		var tc tsCache
 		for i := range x {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendSeries(dst, &x[i])
+			dst = appendSeries(dst, &x[i], &tc)
 		}
 		return append(dst, ']')
 	case promql.Vector:
@@ -110,7 +131,46 @@ func AppendValue(dst []byte, v parser.Value) []byte {
 
 // AppendSeries appends one series of a matrix: {"metric":{...},"values":[[t,"v"],...]}
 // with "histograms" for histogram points; an empty list is left out.
-func AppendSeries(dst []byte, s *promql.Series) []byte {
+func AppendSeries(dst []byte, s *promql.Series) []byte { return appendSeries(dst, s, nil) }
+
+// tsCache holds the timestamps of a matrix's first series with points,
+// written: the series of a range query share their steps, so the others'
+// timestamps are mostly copied from here instead of formatted again.
+type tsCache struct {
+	t    []int64
+	end  []int // text of t[i]: text[end[i-1]:end[i]]
+	text []byte
+	done bool // filled: a series' points were all seen
+}
+
+// appendTimestamp appends t, the i-th point's timestamp of a series,
+// through c when not nil.
+func (c *tsCache) appendTimestamp(dst []byte, i int, t int64) []byte {
+	if c == nil {
+		return AppendTimestamp(dst, t)
+	}
+	if i < len(c.t) {
+		if c.t[i] == t {
+			lo := 0
+			if i > 0 {
+				lo = c.end[i-1]
+			}
+			return append(dst, c.text[lo:c.end[i]]...)
+		}
+		return AppendTimestamp(dst, t)
+	}
+	if c.done || i != len(c.t) {
+		return AppendTimestamp(dst, t)
+	}
+	start := len(dst)
+	dst = AppendTimestamp(dst, t)
+	c.text = append(c.text, dst[start:]...)
+	c.t = append(c.t, t)
+	c.end = append(c.end, len(c.text))
+	return dst
+}
+
+func appendSeries(dst []byte, s *promql.Series, tc *tsCache) []byte {
 	dst = append(dst, `{"metric":`...)
 	dst = AppendLabelSet(dst, s.Metric)
 	if len(s.Floats) > 0 {
@@ -119,9 +179,16 @@ func AppendSeries(dst []byte, s *promql.Series) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendPoint(dst, p.T, p.F)
+			dst = append(dst, '[')
+			dst = tc.appendTimestamp(dst, i, p.T)
+			dst = append(dst, ',')
+			dst = AppendFloat(dst, p.F)
+			dst = append(dst, ']')
 		}
 		dst = append(dst, ']')
+		if tc != nil && len(tc.t) > 0 {
+			tc.done = true
+		}
 	}
 	if len(s.Histograms) > 0 {
 		dst = append(dst, `,"histograms":[`...)
@@ -210,12 +277,47 @@ func AppendTimestamp(dst []byte, t int64) []byte {
 // decimal that reads back to the same float, in exponent form when tiny or huge.
 func AppendFloat(dst []byte, f float64) []byte {
 	dst = append(dst, '"')
+	if d, ok := appendHundredths(dst, f); ok {
+		return append(d, '"')
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
 	dst = strconv.AppendFloat(dst, f, format, -1, 64)
 	return append(dst, '"')
+}
+
+// appendHundredths appends f as strconv.AppendFloat(dst, f, 'f', -1, 64)
+// does when f is a whole number of hundredths m/100 other than 0, |f| <
+// 1e12 (gauges written with two decimals, counts), without its shortest-
+// digits search: float64(m)/100 is the float nearest the decimal m/100,
+// which is what parsing that decimal gives, so the decimal reads back to
+// f; and no decimal with as few digits or fewer does: any such is a
+// multiple of 0.01 too (or of 0.001 beside a power of ten), at least 0.001
+// from f's decimal, while below 1e12 floats are less than 2^-13 apart. The
+// decimal is then the shortest, and the only one of its length.
+func appendHundredths(dst []byte, f float64) ([]byte, bool) {
+	if !(f > -1e12 && f < 1e12) || f == 0 {
+		return dst, false
+	}
+	m := math.Round(f * 100)
+	if m/100 != f {
+		return dst, false
+	}
+	n := int64(m)
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	dst = strconv.AppendInt(dst, n/100, 10)
+	if r := n % 100; r != 0 {
+		dst = append(dst, '.', byte('0'+r/10))
+		if r%10 != 0 {
+			dst = append(dst, byte('0'+r%10))
+		}
+	}
+	return dst, true
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64 number.

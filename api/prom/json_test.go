@@ -3,6 +3,8 @@ package prom
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	jsoniter "github.com/json-iterator/go"
@@ -142,5 +144,72 @@ func TestEnvelopes(t *testing.T) {
 	got = AppendError(nil, ErrorBadData, `invalid parameter "query": 1:1: parse error`)
 	if want := `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:1: parse error"}`; string(got) != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestAppendHundredthsMatchesStrconv: the whole-hundredths path of
+// AppendFloat writes what strconv's shortest formatting writes, over every
+// hundredth within ±1000, random ones up to the bound (1e12), values just
+// off a hundredth, and the bound's neighbours; and it is taken for whole
+// hundredths.
+func TestAppendHundredthsMatchesStrconv(t *testing.T) {
+	check := func(f float64) bool {
+		want := strconv.AppendFloat(nil, f, 'f', -1, 64)
+		got, ok := appendHundredths(nil, f)
+		if ok && string(got) != string(want) {
+			t.Fatalf("%v (%x): %s, want %s", f, math.Float64bits(f), got, want)
+		}
+		return ok
+	}
+	for m := -100_000; m <= 100_000; m++ {
+		if f := float64(m) / 100; !check(f) && m != 0 {
+			t.Fatalf("%v: not taken", f)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		m := r.Int64N(1e14) - 5e13
+		f := float64(m) / 100
+		if !check(f) && m != 0 {
+			t.Fatalf("%v: not taken", f)
+		}
+		check(math.Nextafter(f, math.Inf(1)))
+		check(r.NormFloat64() * math.Pow(10, float64(r.IntN(24)-6)))
+	}
+	for _, f := range []float64{1e12, -1e12, math.Nextafter(1e12, 0), math.Nextafter(-1e12, 0), 999999999999.99, 0.01, -0.01, 0.005, 1e-300, 0.1 + 0.2} {
+		check(f)
+	}
+}
+
+// TestAppendMatrixSharedTimestamps: a matrix whose series share their
+// steps, start later, skip some, or have other times (the first series'
+// timestamps are kept written and copied for the others where they
+// match) is written as each series alone writes it.
+func TestAppendMatrixSharedTimestamps(t *testing.T) {
+	pts := func(ts ...int64) []promql.FPoint {
+		out := make([]promql.FPoint, len(ts))
+		for i, t := range ts {
+			out[i] = promql.FPoint{T: t, F: float64(t) / 7}
+		}
+		return out
+	}
+	m := promql.Matrix{
+		{Metric: labels.FromStrings("a", "0")}, // no points: nothing kept from it
+		{Metric: labels.FromStrings("a", "1"), Floats: pts(1000, 61000, 121500, 181000)},
+		{Metric: labels.FromStrings("a", "2"), Floats: pts(1000, 61000, 121500, 181000, 241000)},
+		{Metric: labels.FromStrings("a", "3"), Floats: pts(61000, 121500, 181000)},
+		{Metric: labels.FromStrings("a", "4"), Floats: pts(1000, 61001, 121500)},
+		{Metric: labels.FromStrings("a", "5"), Floats: pts(-1500, 1000)},
+	}
+	want := []byte{'['}
+	for i := range m {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		want = AppendSeries(want, &m[i])
+	}
+	want = append(want, ']')
+	if got := AppendValue(nil, m); string(got) != string(want) {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -353,9 +353,16 @@ func (p *queryAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry prom
 		}
 	}
 	warn, info := warnings.AsStrings(qs, 10, 10)
+	// The envelope and the answer in one buffer (respond would copy the
+	// answer into a second).
 	buf := dialect.GetBuf()
 	defer dialect.PutBuf(buf)
-	p.respond(w, prom.AppendQueryData(buf.AvailableBuffer(), res.Value), warn, info)
+	out := prom.AppendSuccessStart(buf.AvailableBuffer())
+	out = prom.AppendQueryData(out, res.Value)
+	out = prom.AppendSuccessEnd(out, warn, info)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
 }
 
 // matcherSets parses match[] as Prometheus does: every set needs a matcher
