@@ -76,7 +76,9 @@ type QueryConfig struct {
 	// RollupUsage is the OpenTSDB queries' rollupUsage (default
 	// ROLLUP_RAW: every point read raw, like for like with a peer that has
 	// no rollups; "-" sends none, so the server chooses).
-	RollupUsage   string
+	RollupUsage string
+	// Empties, if set, records every answer with no series.
+	Empties       *EmptyLog
 	Progress      io.Writer
 	ProgressEvery time.Duration
 }
@@ -183,11 +185,15 @@ func durSpec(d time.Duration) string {
 type queryOutcome struct {
 	series, points int
 	err            error
+	// The request and the answer, kept when the answer has no series.
+	method, path, body string
+	status             int
+	answer             []byte
 }
 
 type kindState struct {
 	lat            Latencies
-	errors         atomic.Int64
+	errors, empty  atomic.Int64
 	series, points atomic.Int64
 	example        string
 }
@@ -276,6 +282,7 @@ func RunQueries(ctx context.Context, g *Generator, cfg QueryConfig) (*Report, er
 					ks.example = q.describe(cfg.Dialect)
 				}
 				mu.Unlock()
+				newest := cfg.Empties.newest()
 				t0 := time.Now()
 				out := runQuery(ctx, client, cfg.Dialect, cfg.URL, q)
 				d := time.Since(t0)
@@ -293,6 +300,13 @@ func RunQueries(ctx context.Context, g *Generator, cfg QueryConfig) (*Report, er
 				}
 				ks.series.Add(int64(out.series))
 				ks.points.Add(int64(out.points))
+				if out.series == 0 {
+					ks.empty.Add(1)
+					cfg.Empties.record(EmptyAnswer{Dialect: cfg.Dialect, Kind: kind, Sent: t0,
+						Millis: float64(d.Microseconds()) / 1000, NewestSentMs: newest,
+						Start: q.Start, End: q.End, Method: out.method, Path: out.path, Body: out.body,
+						Status: out.status, Answer: string(out.answer)})
+				}
 			}
 		})
 	}
@@ -316,7 +330,7 @@ func RunQueries(ctx context.Context, g *Generator, cfg QueryConfig) (*Report, er
 		r.Stopped = "interrupted"
 	}
 	for k, ks := range kinds {
-		qs := &QueryStats{Latency: ks.lat.Summary(), Errors: ks.errors.Load(), Example: ks.example}
+		qs := &QueryStats{Latency: ks.lat.Summary(), Errors: ks.errors.Load(), Empty: ks.empty.Load(), Example: ks.example}
 		if ok := int64(qs.Latency.Count) - qs.Errors; ok > 0 {
 			qs.Series = float64(ks.series.Load()) / float64(ok)
 			qs.Points = float64(ks.points.Load()) / float64(ok)
@@ -345,15 +359,18 @@ func (q Query) describe(dialect string) string {
 func runQuery(ctx context.Context, client *http.Client, dialect, base string, q Query) queryOutcome {
 	var req *http.Request
 	var err error
+	var path, reqBody string
 	if dialect == QueryProm {
 		v := url.Values{}
 		v.Set("query", q.PromQL)
 		v.Set("start", strconv.FormatFloat(float64(q.Start)/1000, 'f', -1, 64))
 		v.Set("end", strconv.FormatFloat(float64(q.End)/1000, 'f', -1, 64))
 		v.Set("step", strconv.FormatFloat(q.Step.Seconds(), 'f', -1, 64))
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query_range?"+v.Encode(), nil)
+		path = "/api/v1/query_range?" + v.Encode()
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	} else {
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/query", bytes.NewReader(q.OpenTSDB))
+		path, reqBody = "/api/query", string(q.OpenTSDB)
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(q.OpenTSDB))
 		if req != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
@@ -373,10 +390,16 @@ func runQuery(ctx context.Context, client *http.Client, dialect, base string, q 
 	if resp.StatusCode != http.StatusOK {
 		return queryOutcome{err: statusError(resp, body)}
 	}
+	var out queryOutcome
 	if dialect == QueryProm {
-		return readPromAnswer(body)
+		out = readPromAnswer(body)
+	} else {
+		out = readOpenTSDBAnswer(body, q.TopK)
 	}
-	return readOpenTSDBAnswer(body, q.TopK)
+	if out.err == nil && out.series == 0 {
+		out.method, out.path, out.body, out.status, out.answer = req.Method, path, reqBody, resp.StatusCode, body
+	}
+	return out
 }
 
 // PromSeries is one series of a query_range answer.

@@ -119,6 +119,8 @@ type QueryStats struct {
 	// successful answer: a check that the query found data.
 	Series float64 `json:"mean_series"`
 	Points float64 `json:"mean_points"`
+	// Empty counts the successful answers with no series.
+	Empty int64 `json:"empty_answers,omitempty"`
 	// Example is one query as sent.
 	Example string `json:"example,omitempty"`
 }

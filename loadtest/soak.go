@@ -58,7 +58,9 @@ type SoakConfig struct {
 	RangesWarmup bool
 	// QueryDialects are run side by side, each at QueryConcurrency;
 	// QueryRange, QueryLongRange and QueryStep size the mix (see
-	// QueryConfig), the range ending at the time each query is sent.
+	// QueryConfig), the range ending at the time each query is sent. They
+	// start once the soak's data fills two of QueryStep's buckets, the
+	// first time the rate kind has an answer (firstAnswerEnd).
 	QueryDialects                         []string
 	QueryConcurrency                      int
 	QueryRange, QueryLongRange, QueryStep time.Duration
@@ -67,6 +69,10 @@ type SoakConfig struct {
 	// time is at most MaxSlope, and the largest sample at most
 	// (1+MaxSpread) × the median.
 	MaxSlope, MaxSpread float64
+	// Empties, if set, records the answers with no series of both phases
+	// (the request, when it was sent, the answer), so that each can be
+	// sent again; Soak sets its Newest and Phase.
+	Empties *EmptyLog
 	// PID is the server process (required: the soak is about its memory).
 	PID int
 	// Progress receives a line per sample; nil for none.
@@ -103,12 +109,15 @@ type RSSFit struct {
 
 // SoakQueries is one dialect's queries over the whole soak.
 type SoakQueries struct {
-	Rounds   int                    `json:"rounds"`
-	Queries  int64                  `json:"queries"`
-	Errors   int64                  `json:"errors"`
-	Empty    int64                  `json:"empty_answers"`
-	Kinds    map[string]*QueryStats `json:"kinds"`
-	Messages []ErrorCount           `json:"error_messages,omitempty"`
+	Rounds  int   `json:"rounds"`
+	Queries int64 `json:"queries"`
+	Errors  int64 `json:"errors"`
+	Empty   int64 `json:"empty_answers"`
+	// WaitedSeconds is how long the queries waited for the data to fill
+	// the two steps every kind needs to have an answer (firstAnswerEnd).
+	WaitedSeconds float64                `json:"waited_seconds"`
+	Kinds         map[string]*QueryStats `json:"kinds"`
+	Messages      []ErrorCount           `json:"error_messages,omitempty"`
 }
 
 // SoakReport is the outcome of a soak.
@@ -169,6 +178,8 @@ func (c *SoakConfig) check() error {
 		return errors.New("soak: at least one query dialect at concurrency 1 or more")
 	case c.MeasureWarmup < 0:
 		return fmt.Errorf("soak: measure warm-up %v is negative", c.MeasureWarmup)
+	case 2*c.QueryStep >= c.Duration:
+		return fmt.Errorf("soak: the duration %v must be longer than two query steps (%v): the queries start when the data fills two", c.Duration, c.QueryStep)
 	case c.MinAchieved < 0 || c.MinAchieved > 1:
 		return fmt.Errorf("soak: the least achieved fraction %v must be in [0, 1]", c.MinAchieved)
 	}
@@ -234,6 +245,10 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 			cancel() // the server is gone: nothing more to learn
 		}
 	})
+	var newest atomic.Int64 // the newest point sent, for the empty answers' log
+	if cfg.Empties != nil {
+		cfg.Empties.Newest, cfg.Empties.Phase = &newest, "soak"
+	}
 	rep.Queries = make(map[string]*SoakQueries, len(cfg.QueryDialects))
 	for _, d := range cfg.QueryDialects {
 		sq := &SoakQueries{}
@@ -242,7 +257,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	wcfg := cfg.Write
 	wcfg.Rate, wcfg.Duration, wcfg.Live, wcfg.MaxPoints = rep.TargetRate, cfg.Duration, true, 0
-	wcfg.ServerPID, wcfg.Progress = cfg.PID, nil
+	wcfg.ServerPID, wcfg.Progress, wcfg.Newest = cfg.PID, nil, &newest
 	rep.Write, err = Write(sctx, g, wcfg)
 	cancel()
 	wg.Wait()
@@ -334,6 +349,9 @@ func measure(ctx context.Context, cfg SoakConfig) (warm, timed *Report, qs map[s
 	mctx, cancel := context.WithTimeout(ctx, 2*(cfg.MeasureWarmup+cfg.Measure))
 	defer cancel()
 	if cfg.MeasureQueries {
+		if cfg.Empties != nil {
+			cfg.Empties.Newest, cfg.Empties.Phase = &newest, "measure"
+		}
 		qcfg := measureQueryConfig(cfg)
 		qs = make(map[string]*SoakQueries, len(cfg.QueryDialects))
 		for _, d := range cfg.QueryDialects {
@@ -404,8 +422,19 @@ func (c SoakConfig) endAhead() int64 {
 const maxSoakRounds = 1_000_000
 
 // queryLoop sends the mix, each round's range ending at end() as it
-// starts, until ctx is done, and adds what came back to sq.
+// starts, until ctx is done, and adds what came back to sq. It starts
+// when the data g writes has filled two steps (firstAnswerEnd), and says
+// how long it waited in sq.
 func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string, sq *SoakQueries, end func() int64) {
+	t0 := time.Now()
+	step := cfg.QueryStep
+	if step <= 0 {
+		step = time.Minute // RunQueries' default
+	}
+	if !waitForEnd(ctx, end, firstAnswerEnd(g.StartMs(), step), step) {
+		return
+	}
+	sq.WaitedSeconds = time.Since(t0).Seconds()
 	var errs errorLog
 	lat := map[string]*Latencies{}
 	for round := 0; round < maxSoakRounds && ctx.Err() == nil; round++ {
@@ -413,7 +442,8 @@ func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string
 		qc := QueryConfig{Dialect: dialect, URL: cfg.Write.URL, Concurrency: cfg.QueryConcurrency,
 			Queries: len(QueryKinds) * cfg.QueryConcurrency, Duration: time.Until(deadline),
 			End: end(), Range: cfg.QueryRange, LongRange: cfg.QueryLongRange, Step: cfg.QueryStep,
-			Seed: cfg.Seed + uint64(round), ServerPID: -1, RequestTimeout: cfg.Write.RequestTimeout}
+			Seed: cfg.Seed + uint64(round), ServerPID: -1, RequestTimeout: cfg.Write.RequestTimeout,
+			Empties: cfg.Empties}
 		if qc.Duration <= 0 {
 			break
 		}
@@ -437,6 +467,42 @@ func queryLoop(ctx context.Context, g *Generator, cfg SoakConfig, dialect string
 	sq.Messages = errs.list()
 }
 
+// firstAnswerEnd is the first end, aligned to step as MakeQuery aligns
+// it, at which every kind of the mix has an answer when the data starts
+// at first (Unix ms): two steps past the bucket of its first point. The
+// rate kind's OpenTSDB query downsamples to step and rates the buckets;
+// a bucket's time is its start and the rate of the first has no
+// predecessor (OpenTSDB 2.4 drops it), so the first rate is at the
+// second bucket, and that bucket has points up to the end only once the
+// end is past it. Until then the honest answer is no series: over a
+// soak's data that begins as it does (the measure's, 1 ms apart, are
+// seconds of data-time in one bucket, minutes earlier, and PromQL's
+// five-minute windows and lookback find them where a bucket rate cannot)
+// each of the soak's first 30 to 60 seconds of rate queries came back
+// empty, 22 to 59 of them a soak (docs/benchmarks.md).
+func firstAnswerEnd(first int64, step time.Duration) int64 {
+	s := step.Milliseconds()
+	if s <= 0 {
+		return first
+	}
+	return first - ((first%s)+s)%s + 2*s
+}
+
+// waitForEnd waits until end(), aligned down to step, is at least want,
+// looking every tenth of a step (at most a second, at least a ms); false
+// when ctx is done first.
+func waitForEnd(ctx context.Context, end func() int64, want int64, step time.Duration) bool {
+	every := min(max(step/10, time.Millisecond), time.Second)
+	s := max(step.Milliseconds(), 1)
+	for ctx.Err() == nil {
+		if e := end(); e-e%s >= want {
+			return true
+		}
+		sleep(ctx, every)
+	}
+	return false
+}
+
 // add folds one round's report into sq; lat collects each kind's
 // latencies (one query of a kind per round and worker: its max and its
 // mean are the query's own).
@@ -457,12 +523,11 @@ func (sq *SoakQueries) add(r *Report, lat map[string]*Latencies) {
 			prev := float64(int64(s.Latency.Count) - s.Errors)
 			s.Series = (s.Series*prev + q.Series*float64(ok)) / (prev + float64(ok))
 			s.Points = (s.Points*prev + q.Points*float64(ok)) / (prev + float64(ok))
-			if q.Series == 0 {
-				sq.Empty += ok
-			}
 		}
 		s.Latency.Count += q.Latency.Count
 		s.Errors += q.Errors
+		s.Empty += q.Empty
+		sq.Empty += q.Empty
 		sq.Queries += int64(q.Latency.Count)
 		sq.Errors += q.Errors
 		if q.Latency.Count > 0 {
@@ -673,7 +738,7 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 		}
 		for _, d := range slices.Sorted(maps.Keys(r.MeasureQueries)) {
 			q := r.MeasureQueries[d]
-			p("  measure queries %s: %d in %d rounds, %d errors\n", d, q.Queries, q.Rounds, q.Errors)
+			p("  measure queries %s: %d in %d rounds, %d errors, %d empty answers; waited %.1fs for its data to fill two steps\n", d, q.Queries, q.Rounds, q.Errors, q.Empty, q.WaitedSeconds)
 		}
 	}
 	frac := ""
@@ -690,11 +755,11 @@ func (r *SoakReport) WriteText(w io.Writer) error {
 	}
 	for _, d := range slices.Sorted(maps.Keys(r.Queries)) {
 		q := r.Queries[d]
-		p("  queries %s: %d in %d rounds, %d errors, %d empty answers\n", d, q.Queries, q.Rounds, q.Errors, q.Empty)
+		p("  queries %s: %d in %d rounds, %d errors, %d empty answers; waited %.1fs for its data to fill two steps\n", d, q.Queries, q.Rounds, q.Errors, q.Empty, q.WaitedSeconds)
 		for _, k := range sortedKinds(q.Kinds) {
 			s := q.Kinds[k]
-			p("    %-5s %6d queries %4d errors  p50 %8.1f ms  p90 %8.1f ms  max %8.1f ms  mean series %7.1f points %9.0f\n",
-				k, s.Latency.Count, s.Errors, s.Latency.P50, s.Latency.P90, s.Latency.Max, s.Series, s.Points)
+			p("    %-5s %6d queries %4d errors %4d empty  p50 %8.1f ms  p90 %8.1f ms  max %8.1f ms  mean series %7.1f points %9.0f\n",
+				k, s.Latency.Count, s.Errors, s.Empty, s.Latency.P50, s.Latency.P90, s.Latency.Max, s.Series, s.Points)
 		}
 		for _, e := range q.Messages {
 			p("    error ×%d: %s\n", e.Count, e.Message)

@@ -39,6 +39,9 @@
 # SOAK_ARGS (more flags for hourglass-loadtest soak), SOAK_SERVER_ARGS (more
 # flags for hourglass, e.g. -debug.pprof to take heap profiles during the run),
 # SOAK_GOMEMLIMIT (the server's GOMEMLIMIT, e.g. 1GiB; default none).
+# Every query answer with no series is recorded in SOAK_OUT/empty-answers.jsonl
+# (the request, when it was sent, the newest point sent by then, the answer;
+# the first 500), to be sent again.
 set -euo pipefail
 
 : "${SOAK_DURATION:=20m}" "${SOAK_CACHE_WARMUP_MAX:=6m}" "${SOAK_MEASURE:=60s}" "${SOAK_FRACTION:=0.8}" "${SOAK_WARMUP:=2m}"
@@ -89,7 +92,7 @@ rc=0
   -series "$SOAK_SERIES" -measure "$SOAK_MEASURE" -measure-warmup "$SOAK_MEASURE_WARMUP" -measure-queries="$SOAK_MEASURE_QUERIES" -fraction "$SOAK_FRACTION" \
   -min-achieved "$SOAK_MIN_ACHIEVED" -duration "$SOAK_DURATION" \
   -warmup "$SOAK_WARMUP" -cache-warmup-max "$SOAK_CACHE_WARMUP_MAX" -sample "$SOAK_SAMPLE" -max-slope "$SOAK_MAX_SLOPE" -max-spread "$SOAK_MAX_SPREAD" \
-  -json "$OUT/soak.json" $SOAK_ARGS >"$OUT/soak.txt" 2>"$OUT/soak-progress.txt" || rc=$?
+  -json "$OUT/soak.json" -empty-log "$OUT/empty-answers.jsonl" $SOAK_ARGS >"$OUT/soak.txt" 2>"$OUT/soak-progress.txt" || rc=$?
 cat "$OUT/soak.txt"
 [ "$rc" -eq 0 ] || tail -5 "$OUT/soak-progress.txt" >&2
 kill -0 "$PID" 2>/dev/null || { echo "soak.sh: the server died during the soak; its log: $LOG" >&2; rc=1; }

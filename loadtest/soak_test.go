@@ -125,7 +125,7 @@ func soakConfig(url string) SoakConfig {
 		Series: 120, Seed: 1, Measure: 300 * time.Millisecond, Fraction: 0.5,
 		Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
 		QueryDialects: []string{QueryOpenTSDB, QueryProm}, QueryConcurrency: 1,
-		QueryRange: time.Hour, QueryLongRange: 2 * time.Hour, QueryStep: time.Minute,
+		QueryRange: time.Hour, QueryLongRange: 2 * time.Hour, QueryStep: 100 * time.Millisecond,
 		MaxSlope: 1e9, MaxSpread: 1e9, // the test process's own memory is not what is judged here
 		PID: os.Getpid(), MeasureQueries: true, MeasureWarmup: 200 * time.Millisecond,
 	}

@@ -48,6 +48,7 @@ const usage = `usage: hourglass-loadtest write|query|table|du [flags]
   table   set the reports listed in a runs file side by side (Markdown)
   soak    measure the maximum ingest, then write at a fraction of it with the
           query mix running and the server's RSS watched (exit 1 on failure)
+  replay-empty  send again the answers with no series a soak recorded (-empty-log)
   du      sample a server's data directory until the server exits (peak bytes)
   rollup  the long query with and without rollups, side by side (issue 13)
 
@@ -69,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runTable(args[1:], stdout, stderr)
 	case "soak":
 		return runSoak(ctx, args[1:], stdout, stderr)
+	case "replay-empty":
+		return runReplayEmpty(ctx, args[1:], stdout, stderr)
 	case "du":
 		return runDu(ctx, args[1:], stdout, stderr)
 	case "rollup":

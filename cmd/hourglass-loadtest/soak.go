@@ -22,7 +22,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := loadtest.SoakConfig{}
-	var dialects, jsonPath string
+	var dialects, jsonPath, emptyPath string
+	var emptyMax int
 	var quiet bool
 	fs.StringVar(&cfg.Write.Dialect, "dialect", loadtest.DialectRW1, "write dialect: "+strings.Join(loadtest.Dialects, ", "))
 	fs.StringVar(&cfg.Write.URL, "url", "http://127.0.0.1:4242", "base URL of the server")
@@ -51,6 +52,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&cfg.MaxSpread, "max-spread", 0.2, "flat: RSS after the warm-up at most this fraction over its median")
 	fs.IntVar(&cfg.PID, "pid", 0, "server process; 0 finds the one listening on -url's loopback port")
 	fs.StringVar(&jsonPath, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&emptyPath, "empty-log", "", "write every query answer with no series (the request, when it was sent, the newest point sent by then, the answer) as a JSON line to this file")
+	fs.IntVar(&emptyMax, "empty-log-max", 500, "at most this many answers in -empty-log")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -77,9 +80,22 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		cfg.Progress = stderr
 		fmt.Fprintf(stderr, "soak of pid %d at %s: measure %v, then %v\n", cfg.PID, cfg.Write.URL, cfg.Measure, cfg.Duration)
 	}
+	if emptyPath != "" {
+		f, err := os.Create(emptyPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.Empties = &loadtest.EmptyLog{W: f, Max: emptyMax}
+	}
 	r, err := loadtest.Soak(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if n, err := cfg.Empties.Recorded(); err != nil {
+		return fmt.Errorf("-empty-log %s: %w", emptyPath, err)
+	} else if n > 0 {
+		fmt.Fprintf(stderr, "%d answers with no series in %s (%d more not recorded)\n", n, emptyPath, cfg.Empties.Dropped)
 	}
 	if err := r.WriteText(stdout); err != nil {
 		return err
@@ -101,4 +117,25 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errSoakFailed
 	}
 	return nil
+}
+
+// runReplayEmpty is "replay-empty -url URL -log FILE": each answer with no
+// series a soak recorded in FILE (-empty-log), sent again (ReplayEmpty).
+func runReplayEmpty(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay-empty", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:4242", "base URL of the server the soak wrote to")
+	path := fs.String("log", "", "the file a soak's -empty-log wrote")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return errors.New("replay-empty: -log is required")
+	}
+	f, err := os.Open(*path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return loadtest.ReplayEmpty(ctx, *base, f, stdout)
 }

@@ -38,10 +38,12 @@ func TestSoakCommand(t *testing.T) {
 	}))
 	defer srv.Close()
 	js := filepath.Join(t.TempDir(), "soak.json")
+	empties := filepath.Join(t.TempDir(), "empty.jsonl")
 	// -min-achieved 0: whether 700 ms of writes keep up is a timing
 	// (TestJudge checks the verdict).
 	args := []string{"soak", "-url", srv.URL, "-pid", strconv.Itoa(os.Getpid()), "-rate", "2000", "-series", "24",
-		"-duration", "700ms", "-warmup", "0s", "-warmup-ranges=false", "-sample", "100ms", "-max-slope", "1e9", "-max-spread", "1e9", "-min-achieved", "0", "-quiet", "-json", js}
+		"-duration", "700ms", "-warmup", "0s", "-warmup-ranges=false", "-sample", "100ms", "-max-slope", "1e9", "-max-spread", "1e9", "-min-achieved", "0", "-quiet", "-json", js,
+		"-query-step", "100ms", "-empty-log", empties, "-empty-log-max", "3"}
 	var out, errOut bytes.Buffer
 	if err := run(args, &out, &errOut); err != nil {
 		t.Fatalf("soak: %v\n%s%s", err, out.String(), errOut.String())
@@ -52,6 +54,14 @@ func TestSoakCommand(t *testing.T) {
 	b, err := os.ReadFile(js)
 	if err != nil || !bytes.Contains(b, []byte(`"target_points_per_second": 2000`)) {
 		t.Fatalf("JSON report (%v):\n%s", err, b)
+	}
+	// Every answer of the fake is empty: the first three are recorded.
+	if b, err := os.ReadFile(empties); err != nil || bytes.Count(b, []byte("\n")) != 3 || !bytes.Contains(b, []byte(`"phase":"soak"`)) {
+		t.Fatalf("-empty-log (%v):\n%s", err, b)
+	}
+	var replay bytes.Buffer
+	if err := run([]string{"replay-empty", "-url", srv.URL, "-log", empties}, &replay, &errOut); err != nil || strings.Count(replay.String(), "now 0 series") != 3 {
+		t.Fatalf("replay-empty: %v\n%s", err, replay.String())
 	}
 	failOpenTSDB.Store(true)
 	out.Reset()
