@@ -499,6 +499,62 @@ type windowWorker struct {
 	bad      []int32
 	qlo, qhi int
 	qok      bool
+	// deriv, predict_linear: with secsOK, every sample's time is a whole
+	// number of seconds after the first's, and p1[i], p2[i] are the sums
+	// of those numbers and their squares over ts[:i] (wrapping).
+	p1, p2 []int64
+	secsOK bool
+}
+
+// wholeSeconds fills the sums of the samples' seconds after the first
+// (secsOK when they are all whole, under 2^31).
+func (w *windowWorker) wholeSeconds(ts []int64) {
+	p1, p2 := append(w.p1[:0], 0), append(w.p2[:0], 0)
+	var s1, s2 int64
+	for _, t := range ts {
+		d := t - ts[0]
+		a := d / 1000
+		if a*1000 != d || a >= 1<<31 {
+			return
+		}
+		s1 += a
+		s2 += a * a
+		p1, p2 = append(p1, s1), append(p2, s2)
+	}
+	w.p1, w.p2, w.secsOK = p1, p2, true
+}
+
+// regression is deriv or predict_linear over the window ts[lo:hi] ending
+// at r (at least two samples), with the sums of x and x² (wholeSecondSums)
+// from the series' running sums when the window's x are whole seconds
+// from its intercept time, small enough that Σx² <= 2^53 is sure: its x
+// are k_i = a_i − A (a_i the seconds after the series' first sample, A
+// the intercept's), Σk = Σa − nA and Σk² = Σa² − 2AΣa + nA², exact in
+// wrapping int64 arithmetic since the true sums lie within its range.
+func (w *windowWorker) regression(rc *windowCall, ts []int64, fs []float64, lo, hi int, r int64) float64 {
+	ic := ts[lo] // deriv's intercept time
+	if rc.fn == winPredict {
+		ic = r + rc.offset
+	}
+	d := ic - ts[0]
+	A := d / 1000
+	n := int64(hi - lo)
+	k0, k1 := (ts[lo]-ts[0])/1000-A, (ts[hi-1]-ts[0])/1000-A // the first and last x: every other lies between
+	const maxK = 1 << 26
+	if A*1000 != d || k0 < -maxK || k0 > maxK || k1 < -maxK || k1 > maxK || n > 1<<20 ||
+		float64(n)*float64(max(k0*k0, k1*k1)) > 1<<53 {
+		f, _ := rc.window(ts[lo:hi], fs[lo:hi], r, &w.sorted)
+		return f
+	}
+	s1 := w.p1[hi] - w.p1[lo]
+	s2 := w.p2[hi] - w.p2[lo]
+	sumX := s1 - n*A
+	sumX2 := s2 - 2*A*s1 + n*A*A
+	slope, intercept := linearRegressionY(ts[lo:hi], fs[lo:hi], ic, float64(sumX), float64(sumX2))
+	if rc.fn == winDeriv {
+		return slope
+	}
+	return slope*rc.arg + intercept
 }
 
 // quantile is quantile_over_time over fs[lo:hi] (lo and hi never lower
@@ -586,6 +642,10 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 			}
 		}
 	}
+	w.secsOK = false
+	if (rc.fn == winDeriv || rc.fn == winPredict) && len(ts) > 0 {
+		w.wholeSeconds(ts)
+	}
 	if rc.fn == winQuantile {
 		w.bad = append(w.bad[:0], 0)
 		c := int32(0)
@@ -619,6 +679,8 @@ func (w *windowWorker) series(s *promSeries, rc *windowCall, st stepTimes) error
 			}
 		} else if rc.fn == winQuantile {
 			f, ok = w.quantile(rc, fs, lo, hi)
+		} else if (rc.fn == winDeriv || rc.fn == winPredict) && hi-lo >= 2 && w.secsOK {
+			f, ok = w.regression(rc, ts, fs, lo, hi, r), true
 		} else {
 			f, ok = rc.window(ts[lo:hi], fs[lo:hi], r, &w.sorted)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/util/kahansum"
 	"slices"
@@ -527,4 +528,44 @@ func sortedLines(s string) string {
 	l := strings.Split(s, "\n")
 	slices.Sort(l)
 	return strings.Join(l, "\n")
+}
+
+// TestPromPredictFarIntercept: predict_linear with an offset of years has
+// its x (seconds from the evaluation time) in the hundreds of millions,
+// where the sums of x and x² are no longer exact integers in a float64:
+// Select sums them as the engine does then, with its answer, bit for bit.
+func TestPromPredictFarIntercept(t *testing.T) {
+	ctx := context.Background()
+	env := openEquiv(t, 4)
+	// Whole seconds apart (the integer sums' case), beside m's others.
+	var samples []series.Sample
+	for i := range 3 {
+		l := series.MakeLabels("w", []series.Tag{{Key: "host", Value: fmt.Sprintf("h%d", i)}})
+		for p := range 1500 {
+			samples = append(samples, series.Sample{Labels: l, T: env.last - 4*rowkey.HourMs + int64(p)*10_000 + int64(i)*1000,
+				V: chunk.Float(float64((p*37+i*11)%1000) / 100)})
+		}
+	}
+	appendHalfFlushed(t, ctx, env.head, samples)
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	qy := env.eng.Queryable(PromLimits{})
+	for _, off := range []string{"1d", "400d", "3y", "10y"} {
+		d, err := model.ParseDuration(off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shift := time.Duration(d).Milliseconds()
+		start, end := time.UnixMilli(env.last-3*rowkey.HourMs+shift), time.UnixMilli(env.last-rowkey.HourMs/2+shift)
+		for _, expr := range []string{"predict_linear(m[10m] offset " + off + ", 600)", "predict_linear(m[1h] offset " + off + ", -60)",
+			"predict_linear(w[10m] offset " + off + ", 600)", "predict_linear(w[1h] offset " + off + ", -60)"} {
+			mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, time.Minute) }
+			got, want, before, after := runPushed(t, ctx, mk)
+			if got != want {
+				t.Fatalf("%s:\n%s", expr, firstDiff(got, want))
+			}
+			if !strings.Contains(want, "{") || after == before {
+				t.Fatalf("%s: an empty answer, or not computed (%s)", expr, after)
+			}
+		}
+	}
 }
