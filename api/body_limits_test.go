@@ -188,7 +188,7 @@ func TestRejectLog(t *testing.T) {
 	rl := ps.srv.rejects
 	rl.log = slog.New(slog.NewTextHandler(&logBuf, nil))
 	now := time.Unix(1700000000, 0)
-	rl.now = func() time.Time { return now }
+	rl.limit.Now = func() time.Time { return now }
 
 	r := ps.do("POST", "/api/put", nil, []byte(`{"metric":"`+strings.Repeat("m", 1<<20)+`","timestamp":1,"value":1,"tags":{"k":"v"}}`))
 	if r.code != 400 || len(r.body) > 1024 {

@@ -8,33 +8,26 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hourglass/api/opentsdbhttp"
 	"hourglass/internal/quote"
+	"hourglass/internal/ratelog"
 )
 
 // rejectLog logs every request answered with a 4xx or 5xx, in every
 // dialect (the route wrapper, Server.timed, calls it), so that OpenTSDB's
 // "see the TSD logs" holds: route, status, remote address and the reply's
-// message, bounded. Lines are rate-limited by a token bucket of rate lines a
-// second (burst the same); the lines it drops are counted and the count is
-// logged with the next line that goes out. Every rejection is counted in
+// message, bounded. Lines are rate-limited (ratelog) to rejectLogRate a
+// second; the lines it drops are counted and the count is logged with the
+// next line that goes out. Every rejection is counted in
 // hourglass_requests_rejected_total{route,code}. Safe for concurrent use.
 type rejectLog struct {
 	log     *slog.Logger
-	rate    float64
+	limit   *ratelog.Limiter
 	counter *prometheus.CounterVec
 	telnet  *prometheus.CounterVec
-
-	mu         sync.Mutex
-	tokens     float64
-	last       time.Time
-	suppressed int64
-	now        func() time.Time // for tests
 }
 
 // rejectLogRate is the most rejected-request lines logged a second.
@@ -42,7 +35,7 @@ const rejectLogRate = 10
 
 func newRejectLog(reg *prometheus.Registry, log *slog.Logger) *rejectLog {
 	l := &rejectLog{
-		log: log, rate: rejectLogRate, tokens: rejectLogRate, now: time.Now,
+		log: log, limit: ratelog.New(rejectLogRate),
 		counter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hourglass_requests_rejected_total",
 			Help: "HTTP requests answered with a 4xx or 5xx, by route and status code (each is logged, rate-limited).",
@@ -64,7 +57,7 @@ func newRejectLog(reg *prometheus.Registry, log *slog.Logger) *rejectLog {
 // rejected counts and, within the rate, logs one rejected request.
 func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string) {
 	l.counter.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	ok, suppressed := l.allow()
+	ok, suppressed := l.limit.Allow()
 	if !ok {
 		return
 	}
@@ -85,7 +78,7 @@ func (l *rejectLog) rejected(route string, r *http.Request, code int, msg string
 // (bounded), the remote address and the message (bounded by quote).
 func (l *rejectLog) telnetRejected(kind, cmd, remote, msg string) {
 	l.telnet.WithLabelValues(kind).Inc()
-	ok, suppressed := l.allow()
+	ok, suppressed := l.limit.Allow()
 	if !ok {
 		return
 	}
@@ -99,26 +92,6 @@ func (l *rejectLog) telnetRejected(kind, cmd, remote, msg string) {
 		attrs = append(attrs, "suppressed_before", suppressed)
 	}
 	l.log.Log(context.Background(), level, "request rejected", attrs...)
-}
-
-// allow takes a token of the rate limit: ok is whether a line may be
-// logged, suppressed how many were dropped since the last one logged.
-func (l *rejectLog) allow() (ok bool, suppressed int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if !l.last.IsZero() {
-		l.tokens = min(l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-	}
-	l.last = now
-	if l.tokens < 1 {
-		l.suppressed++
-		return false, 0
-	}
-	l.tokens--
-	suppressed = l.suppressed
-	l.suppressed = 0
-	return true, suppressed
 }
 
 // replyCapture keeps the first bytes of an error reply's body, for the log;

@@ -48,6 +48,8 @@ var (
 		"Times malloc's free pages were returned to the system (malloc_trim) because the process held more than 32 MiB beyond what the Go runtime and Pebble account for (glibc only).", nil, nil)
 	missesDesc = prometheus.NewDesc("hourglass_store_block_cache_misses_total",
 		"Blocks read from SSTables because the block cache did not hold them (each a C allocation of the block).", nil, nil)
+	errorsDesc = prometheus.NewDesc("hourglass_store_errors_total",
+		"Errors Pebble reported (background errors of flushes and compactions, corruption, its error log lines), counted whether or not the rate-limited log wrote them.", nil, nil)
 	excessDesc = prometheus.NewDesc("hourglass_store_malloc_excess_bytes",
 		"At the last check (every 10 s), the process's anonymous resident memory less the Go runtime's and Pebble's cache and memtables: malloc's overhead and free memory, thread stacks (glibc only).", nil, nil)
 )
@@ -59,6 +61,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- trimsDesc
 	ch <- excessDesc
 	ch <- missesDesc
+	ch <- errorsDesc
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -67,6 +70,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(&m))
 	}
 	ch <- prometheus.MustNewConstMetric(missesDesc, prometheus.CounterValue, float64(m.BlockCacheMisses))
+	ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(c.s.log.errors.Load()))
 	if t := c.s.trimmer; t != nil {
 		ch <- prometheus.MustNewConstMetric(trimsDesc, prometheus.CounterValue, float64(t.trims.Load()))
 		ch <- prometheus.MustNewConstMetric(excessDesc, prometheus.GaugeValue, float64(t.excess.Load()))

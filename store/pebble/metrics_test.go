@@ -44,7 +44,7 @@ func TestRegisterMetrics(t *testing.T) {
 		m := mf.GetMetric()[0]
 		got[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 	}
-	extra := 1 // the block cache's misses
+	extra := 2 // the block cache's misses, the errors
 	if s.trimmer != nil {
 		extra += 2 // the trims and the excess
 	}

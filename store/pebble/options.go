@@ -118,6 +118,7 @@ func DefaultOptions() Options {
 // pebbleOptions translates Options into Pebble's. The choices are explained
 // in docs/format/store.md ("Pebble options").
 func (o Options) pebbleOptions(logger *slog.Logger) (*pebbledb.Options, error) {
+	plog := newPebbleLog(logger)
 	cs, err := o.Compression.settings()
 	if err != nil {
 		return nil, err
@@ -139,8 +140,8 @@ func (o Options) pebbleOptions(logger *slog.Logger) (*pebbledb.Options, error) {
 		CompactionConcurrencyRange: func() (int, int) {
 			return 1, max(1, runtime.GOMAXPROCS(0)/2)
 		},
-		Logger:        slogLogger{logger},
-		EventListener: eventListener(logger),
+		Logger:        plog,
+		EventListener: plog.eventListener(),
 		FS:            o.FS,
 		// Delete obsolete logs instead of keeping them for reuse: Pebble
 		// keeps up to MemTableStopWritesThreshold+1 of them, each as large

@@ -74,9 +74,9 @@ func (s *Store) openData(po *pebbledb.Options, memTable uint64, logger *slog.Log
 	dpo.DisableWAL = true
 	dpo.MemTableSize = memTable
 	setDataFileSizes(dpo)
-	l := logger.With("db", dataSubdir)
-	dpo.Logger = slogLogger{l}
-	dpo.EventListener = eventListener(l)
+	l := s.log.with("db", dataSubdir)
+	dpo.Logger = l
+	dpo.EventListener = l.eventListener()
 	data, err := pebbledb.Open(dir, dpo)
 	if err != nil {
 		return fmt.Errorf("store/pebble: open %s: %w", dir, err)

@@ -33,6 +33,9 @@ type Store struct {
 	// without glibc. trimStop stops its loop, which closes trimDone.
 	trimmer            *trimmer
 	trimStop, trimDone chan struct{}
+	// log is where both databases' Pebble lines and events go, rate
+	// limited, their errors counted (log.go).
+	log *pebbleLog
 
 	// unsynced counts the Increments and PutIfAbsents applied to db
 	// without a sync; synced is the count the last sync of db's log
@@ -107,7 +110,11 @@ func open(dir string, opts Options, tweak func(*pebbledb.Options)) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("store/pebble: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed(), cacheSize: cache.MaxSize()}
+	plog, ok := po.Logger.(*pebbleLog)
+	if !ok {
+		plog = newPebbleLog(logger)
+	}
+	s := &Store{db: db, data: db, dir: dir, seed: maphash.MakeSeed(), cacheSize: cache.MaxSize(), log: plog}
 	if err := s.openData(po, dataMem, logger); err != nil {
 		db.Close()
 		return nil, err
