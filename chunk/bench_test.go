@@ -152,6 +152,36 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodeNew is Append into a nil slice, as the flusher encodes
+// each sealed chunk: the allocations of the result count.
+func BenchmarkEncodeNew(b *testing.B) {
+	// And a gauge at full float precision (XOR), as compare.sh -values
+	// float writes it.
+	full := genGaugeJitter()
+	for i := range full {
+		full[i].V = Float(full[i].V.Float() * 1.0000001)
+	}
+	data := append(benchData[:len(benchData):len(benchData)], struct {
+		name string
+		pts  []Point
+	}{"gauge-full-float", full})
+	for _, d := range data {
+		b.Run(d.name, func(b *testing.B) {
+			out, err := Append(nil, testBase, d.pts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := len(out)
+			b.ReportAllocs()
+			clk := startCPU()
+			for b.Loop() {
+				out, _ = Append(nil, testBase, d.pts)
+			}
+			reportPerPoint(b, clk, len(d.pts), n)
+		})
+	}
+}
+
 func BenchmarkDecode(b *testing.B) {
 	for _, d := range benchData {
 		for _, enc := range benchEncodings(d.pts) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Append appends one chunk holding pts to dst and returns the extended
@@ -260,6 +261,11 @@ func appendChunk(dst []byte, base int64, pts []Point, force encoding) ([]byte, e
 		dst = kinds.appendMap(dst, pts)
 		dst = src.appendSeq(dst, &vals, false)
 	case encXOR, encMixed:
+		// Room for the whole stream first (its exact bits, and the word
+		// the writer may append past them): grown by append from the
+		// flusher's nil, a chunk of full-precision floats allocated three
+		// times its size.
+		dst = slices.Grow(dst, int((xorBits(pts, enc == encMixed, math.MaxUint64)+7)/8)+8)
 		w := bitWriter{dst: dst}
 		appendXOR(&w, pts, enc == encMixed)
 		dst = w.flush()
