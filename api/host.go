@@ -12,6 +12,7 @@ import (
 
 	"hourglass/api/auth"
 	"hourglass/api/dialect"
+	"hourglass/api/opentsdb"
 	"hourglass/api/opentsdbhttp"
 )
 
@@ -100,6 +101,14 @@ func (t telnetConn) Rejected(kind, cmd, msg string) {
 // MayAdmin: only while authentication is off (it is re-read from its
 // files, so it is asked at each command).
 func (t telnetConn) MayAdmin() bool { return t.s.auth == nil || !t.s.auth.Enabled() }
+
+// SeriesCache counts the connection's cache lookups
+// (hourglass_telnet_series_cache_total).
+func (t telnetConn) SeriesCache(d opentsdb.CacheStats) {
+	t.s.cm.telnetCache.WithLabelValues("hit").Add(float64(d.Hits))
+	t.s.cm.telnetCache.WithLabelValues("miss").Add(float64(d.Misses))
+	t.s.cm.telnetCache.WithLabelValues("reset").Add(float64(d.Resets))
+}
 
 func (t telnetConn) Closing() bool            { return t.s.isClosing() }
 func (t telnetConn) IdleLimit() time.Duration { return t.s.cfg.Conn.TelnetIdleTimeout }

@@ -74,6 +74,8 @@ type connMetrics struct {
 	rejected *prometheus.CounterVec
 	timeouts *prometheus.CounterVec
 	tlsFails prometheus.Counter
+	// telnetCache: the telnet connections' caches of series (hit, miss, reset).
+	telnetCache *prometheus.CounterVec
 }
 
 func newConnMetrics(reg *prometheus.Registry) *connMetrics {
@@ -86,13 +88,18 @@ func newConnMetrics(reg *prometheus.Registry) *connMetrics {
 			Name: "hourglass_connection_timeouts_total", Help: "Connections closed for slowness, by what was awaited: header (-http-read-header-timeout), idle (-http-idle-timeout), body (-body-read-timeout, -body-min-rate), telnet_idle (-telnet-idle-timeout)."}, []string{"kind"}),
 		tlsFails: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hourglass_tls_handshake_failures_total", Help: "Connections closed because their TLS handshake failed (plain HTTP on a TLS port among them)."}),
+		telnetCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_telnet_series_cache_total", Help: "Telnet put lines by what each connection's cache of series (4 MiB at most) did: hit (the series was remembered: no parse of its names), miss (parsed and remembered); reset counts the times a full cache forgot every series."}, []string{"result"}),
+	}
+	for _, r := range []string{"hit", "miss", "reset"} {
+		m.telnetCache.WithLabelValues(r)
 	}
 	m.rejected.WithLabelValues("max_connections")
 	for _, k := range []string{"header", "idle", "body", "telnet_idle"} {
 		m.timeouts.WithLabelValues(k)
 	}
 	if reg != nil {
-		reg.MustRegister(m.open, m.rejected, m.timeouts, m.tlsFails)
+		reg.MustRegister(m.open, m.rejected, m.timeouts, m.tlsFails, m.telnetCache)
 	}
 	return m
 }

@@ -92,3 +92,23 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestTelnetSeriesCacheCounted: a telnet connection's cache of series is
+// counted in hourglass_telnet_series_cache_total: a series' first line is
+// a miss, its next lines hits (the series is not parsed again), a bad line
+// neither.
+func TestTelnetSeriesCacheCounted(t *testing.T) {
+	ps := newPromServer(t, nil)
+	in := "put tel.c 1700000000 1 host=a dc=x\n" + "put tel.c 1700000010 2 host=a dc=x\n" +
+		"put tel.c 1700000020 3 host=b dc=x\n" + "put tel.c 1700000030 4 host=a dc=x\n" +
+		"put tel.c notatime 4 host=a dc=x\n" + "exit\n"
+	if replies := ps.telnet(t, in); strings.Count(replies, "\n") != 1 {
+		t.Fatalf("want one reply (the bad line), got %q", replies)
+	}
+	c := ps.srv.cm.telnetCache
+	for r, want := range map[string]float64{"hit": 2, "miss": 2, "reset": 0} {
+		if got := testutil.ToFloat64(c.WithLabelValues(r)); got != want {
+			t.Fatalf("hourglass_telnet_series_cache_total{result=%q} = %v, want %v", r, got, want)
+		}
+	}
+}

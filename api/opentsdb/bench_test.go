@@ -173,10 +173,20 @@ func BenchmarkParsePutEncodingJSON(b *testing.B) {
 // as the telnet handler does. Every series is known after the first pass.
 // cpu-ns/line is the process's CPU time.
 func BenchmarkLineParserLoad(b *testing.B) {
+	benchLineParserLoad(b, 1250, "eu-west", "api")
+}
+
+// BenchmarkLineParserLoad5000 is BenchmarkLineParserLoad with the load
+// generator's 5,000 series on one connection (-workers 1), its tags as long
+// as the generator's (region eu-west-1, service checkout): what a
+// connection's cache of series must hold.
+func BenchmarkLineParserLoad5000(b *testing.B) { benchLineParserLoad(b, 5000, "eu-west-1", "checkout") }
+
+func benchLineParserLoad(b *testing.B, series int, region, service string) {
 	metrics := []string{"sys_cpu_user_percent", "sys_cpu_system_percent", "sys_load_1m", "mem_used_percent",
 		"disk_used_percent", "net_latency_ms", "net_bytes_in_total", "net_bytes_out_total",
 		"http_requests_total", "disk_io_ops_total", "mem_total_bytes", "cpu_cores"}
-	const series, steps = 1250, 4
+	const steps = 4
 	var lines [][]byte
 	for k := range steps {
 		for s := range series {
@@ -189,38 +199,56 @@ func BenchmarkLineParserLoad(b *testing.B) {
 			} else { // a counter
 				l = strconv.AppendInt(l, int64(s)*1048576+int64(k)*524288, 10)
 			}
-			l = append(l, " dc=eu-west-"...)
+			l = append(l, " dc="+region+"-"...)
 			l = append(l, byte('a'+h%3))
 			l = append(l, " host=host-"...)
 			l = append(l, fmt.Sprintf("%06d", h)...)
-			l = append(l, fmt.Sprintf(" rack=eu-west-%c-r%02d", 'a'+h%3, h%20)...)
-			l = append(l, " region=eu-west service=api"...)
+			l = append(l, fmt.Sprintf(" rack=%s-%c-r%02d", region, 'a'+h%3, h%20)...)
+			l = append(l, " region="+region+" service="+service...)
 			lines = append(lines, l)
 		}
 	}
-	var p LineParser
-	var dp DataPoint
-	var sum int64
-	parse := func() {
-		for _, l := range lines {
-			if Command(l) != CmdPut {
-				b.Fatalf("%q", l)
-			}
-			if err := p.Parse(l, &dp); err != nil {
-				b.Fatal(err)
-			}
-			if p.Ref() == nil {
-				p.SetRef(&sum)
-			}
-			sum += dp.Timestamp
+	// ParseKnown is what the handler calls; Parse, which copies a known
+	// series' tags too, what it called before.
+	for _, known := range []bool{true, false} {
+		name := "ParseKnown"
+		if !known {
+			name = "Parse"
 		}
+		b.Run(name, func(b *testing.B) {
+			var p LineParser
+			var dp DataPoint
+			var sum int64
+			parse := func() {
+				for _, l := range lines {
+					if Command(l) != CmdPut {
+						b.Fatalf("%q", l)
+					}
+					var ref any
+					var err error
+					if known {
+						ref, err = p.ParseKnown(l, &dp)
+					} else {
+						err = p.Parse(l, &dp)
+						ref = p.Ref()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if ref == nil {
+						p.SetRef(&sum)
+					}
+					sum += dp.Timestamp
+				}
+			}
+			parse()
+			b.ReportAllocs()
+			cpu := cputime.Used()
+			for b.Loop() {
+				parse()
+			}
+			n := len(lines) * b.N
+			b.ReportMetric(float64((cputime.Used()-cpu).Nanoseconds())/float64(n), "cpu-ns/line")
+		})
 	}
-	parse()
-	b.ReportAllocs()
-	cpu := cputime.Used()
-	for b.Loop() {
-		parse()
-	}
-	n := len(lines) * b.N
-	b.ReportMetric(float64((cputime.Used()-cpu).Nanoseconds())/float64(n), "cpu-ns/line")
 }

@@ -409,10 +409,27 @@ func FuzzLineParserCache(f *testing.F) {
 		lines := bytes.Split(stream, []byte("\n"))
 		p := LineParser{Limits: l}
 		var got, want DataPoint
-		for round := range 2 {
+		for round := range 3 {
 			for _, line := range lines {
-				err := p.Parse(line, &got)
+				var err error
+				var known any
+				if round == 2 {
+					// ParseKnown: the same answer, without the tags of a
+					// series that has a ref.
+					known, err = p.ParseKnown(line, &got)
+					if err == nil && known != p.Ref() {
+						t.Fatalf("%q: ParseKnown's ref %v, Ref's %v", line, known, p.Ref())
+					}
+				} else {
+					err = p.Parse(line, &got)
+				}
 				werr := ParsePutLine(line, l, &want)
+				if known != nil {
+					if len(got.Tags) != 0 {
+						t.Fatalf("%q: ParseKnown gave tags %v beside the ref %v", line, got.Tags, known)
+					}
+					got.Tags = append(got.Tags[:0], want.Tags...)
+				}
 				if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
 					t.Fatalf("round %d, %q: %v, want %v", round, line, err, werr)
 				}

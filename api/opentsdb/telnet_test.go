@@ -2,6 +2,7 @@ package opentsdb
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -197,5 +198,39 @@ func TestLineParserSeriesBounded(t *testing.T) {
 		if len(p.series.m) > seriesCacheMaxEntries || p.series.bytes > seriesCacheMaxBytes {
 			t.Fatalf("after %d series: %d entries, %d bytes", i+1, len(p.series.m), p.series.bytes)
 		}
+	}
+}
+
+// TestLineParserCacheStats: the cache counts a line of a series it
+// remembers as a hit, the first line of a series as a miss, and the times
+// it forgot every series because it was full as resets; 5,000 series of
+// the load generator's shape fit on one connection.
+func TestLineParserCacheStats(t *testing.T) {
+	var p LineParser
+	var dp DataPoint
+	parse := func(line string) {
+		t.Helper()
+		if err := p.Parse([]byte(line), &dp); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+	}
+	const series = 5000
+	line := func(i, step int) string {
+		return fmt.Sprintf("put node.cpu.user %d 1.5 dc=eu-west-1-a host=host-%06d rack=eu-west-1-a-r07 region=eu-west-1 service=checkout", 1700000000+10*step, i)
+	}
+	for step := range 3 {
+		for i := range series {
+			parse(line(i, step))
+		}
+	}
+	if got, want := p.CacheStats(), (CacheStats{Hits: 2 * series, Misses: series}); got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+	// Past the bound it forgets and starts again, and says so.
+	for i := range 4 * series {
+		parse(line(series+i, 0))
+	}
+	if st := p.CacheStats(); st.Resets == 0 || st.Misses != 5*series {
+		t.Fatalf("stats %+v after %d more series: want resets and %d misses", st, 4*series, 5*series)
 	}
 }

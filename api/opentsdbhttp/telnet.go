@@ -38,6 +38,9 @@ type TelnetConn interface {
 	// Rejected counts and logs (rate-limited) one rejected line: kind is
 	// one of the Reject constants, cmd the line's command, msg the reply.
 	Rejected(kind, cmd, msg string)
+	// SeriesCache adds to the counts of the connection's cache of series
+	// (opentsdb.CacheStats) what it did since the last call.
+	SeriesCache(d opentsdb.CacheStats)
 	// MayAdmin reports whether the connection may run commands that need
 	// the admin scope over HTTP (dropcaches): not when authentication is
 	// on, since a telnet connection cannot authenticate.
@@ -71,7 +74,12 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 	var dp opentsdb.DataPoint
 	var tags []model.Tag
 	var line, lineBuf []byte
+	var told opentsdb.CacheStats // what SeriesCache has been told
 	commit := func() bool {
+		if st := parser.CacheStats(); st != told {
+			t.SeriesCache(opentsdb.CacheStats{Hits: st.Hits - told.Hits, Misses: st.Misses - told.Misses, Resets: st.Resets - told.Resets})
+			told = st
+		}
 		if batch.Len() == 0 {
 			return true
 		}
@@ -131,7 +139,8 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 		case "":
 			// A blank line: nothing to do.
 		case opentsdb.CmdPut:
-			if perr := parser.Parse(line, &dp); perr != nil {
+			ref, perr := parser.ParseKnown(line, &dp)
+			if perr != nil {
 				batch.Reject(perr)
 				t.Rejected(RejectPut, cmd, perr.Error())
 				_, _ = bw.WriteString(perr.Error() + "\n")
@@ -141,7 +150,7 @@ func (s *Handler) ServeTelnet(c net.Conn, br *bufio.Reader, t TelnetConn) {
 			// beside each one, the Labels the batch gave it: a series sent
 			// again is checked and looked up once, by the parser.
 			var aerr error
-			if k, ok := parser.Ref().(*ingest.Known); ok {
+			if k, ok := ref.(*ingest.Known); ok {
 				aerr = batch.AddKnown(k, dp.Timestamp, dp.Value)
 			} else {
 				tags = toSeriesTags(tags, dp.Tags)
