@@ -33,6 +33,7 @@ func BenchmarkPromBeyond(b *testing.B) {
 		{"count-values", `count_values("v", round(` + x + `))`, time.Hour, time.Minute},
 		{"subquery-instant", `max_over_time(rate(` + x + `[5m])[1h:1m])`, 0, 0},
 		{"subquery-range", `max_over_time(rate(` + x + `[5m])[1h:1m])`, time.Hour, 5 * time.Minute},
+		{"subquery-nostep", `max_over_time(rate(` + x + `[5m])[1h:])`, 0, 0},
 		{"subquery-sum", `avg_over_time(sum by (region) (rate(` + x + `[5m]))[1h:1m])`, 0, 0},
 		{"max1h-12h-re", `max by (host) (max_over_time({__name__="cpu.usage",host=~"h00001|h00007|h00013|h00042|h00100|h00200|h00300|h00400"}[1h]))`, 12 * time.Hour, time.Hour},
 		{"avg5m-12h", `avg by (host) (avg_over_time(` + x + `[5m]))`, 12 * time.Hour, 5 * time.Minute},
@@ -49,7 +50,9 @@ func BenchmarkPromBeyond(b *testing.B) {
 
 func benchBeyond(b *testing.B, env *benchEnv, q string, span, step time.Duration) {
 	ctx := context.Background()
-	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	noStep := func(int64) int64 { return time.Minute.Milliseconds() }
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+		NoStepSubqueryIntervalFn: noStep})
 	qy := env.eng.Queryable(query.PromLimits{})
 	end := env.end
 	start := end - span.Milliseconds()
@@ -66,7 +69,8 @@ func benchBeyond(b *testing.B, env *benchEnv, q string, span, step time.Duration
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := qr.Exec(query.PromPushdown(ctx, qr.Statement()))
+		// The server's: a subquery without a step steps by 1 m.
+		res := qr.Exec(query.PromPushdown(query.PromNoStepSubqueryInterval(ctx, noStep), qr.Statement()))
 		if res.Err != nil {
 			b.Fatal(res.Err)
 		}

@@ -98,9 +98,10 @@ type windowCall struct {
 // whose ancestors are path: nil for the query's own, or those of its
 // innermost subquery, as the engine's subqueryTimeRange gives them from
 // each enclosing evaluator's (an instant query's evaluator steps by 1 ms);
-// false for a subquery without a step (the engine's default interval,
-// not known here). PromPushdown leaves out subqueries with @.
-func subqueryGrid(es *parser.EvalStmt, path []parser.Node) (*stepTimes, bool) {
+// a subquery without a step steps by noStep of its range, the engine's
+// NoStepSubqueryIntervalFn (PromNoStepSubqueryInterval); false for one
+// when noStep is nil. PromPushdown leaves out subqueries with @.
+func subqueryGrid(es *parser.EvalStmt, path []parser.Node, noStep func(int64) int64) (*stepTimes, bool) {
 	var g *stepTimes
 	start, end, interval := es.Start.UnixMilli(), es.End.UnixMilli(), es.Interval.Milliseconds()
 	if interval == 0 {
@@ -111,10 +112,16 @@ func subqueryGrid(es *parser.EvalStmt, path []parser.Node) (*stepTimes, bool) {
 		if !ok {
 			continue
 		}
-		if sq.Step <= 0 || sq.Step%time.Millisecond != 0 || sq.Range%time.Millisecond != 0 || sq.OriginalOffset%time.Millisecond != 0 {
+		if sq.Step < 0 || sq.Step%time.Millisecond != 0 || sq.Range%time.Millisecond != 0 || sq.OriginalOffset%time.Millisecond != 0 ||
+			sq.Step == 0 && noStep == nil {
 			return nil, false
 		}
 		off, rng, st := sq.OriginalOffset.Milliseconds(), sq.Range.Milliseconds(), sq.Step.Milliseconds()
+		if st == 0 { // the engine's: its NoStepSubqueryIntervalFn of the range
+			if st = noStep(rng); st <= 0 {
+				return nil, false
+			}
+		}
 		parentEnd := start + ((end-start)/interval)*interval
 		end = parentEnd - off
 		first := start - off - rng // the first step after it, aligned
@@ -266,7 +273,7 @@ func windowCalls(ctx context.Context, es *parser.EvalStmt, step int64, fold bool
 		if _, ok := foldFuncs[c.Func.Name]; ok && fold && (step == 0 || step >= ms.Range.Milliseconds()) {
 			return nil // folded as the samples decode (promql_pushdown.go)
 		}
-		grid, ok := subqueryGrid(es, path)
+		grid, ok := subqueryGrid(es, path, noStepInterval(ctx))
 		if !ok {
 			return nil
 		}
@@ -334,6 +341,22 @@ func slotOf(root *parser.Expr, path []parser.Node, c *parser.Call) *parser.Expr 
 		}
 	}
 	return nil
+}
+
+type noStepKey struct{}
+
+// PromNoStepSubqueryInterval returns ctx carrying fn, the engine's
+// NoStepSubqueryIntervalFn, for PromPushdown: the range functions inside a
+// subquery without a step (x[1h:]) are then computed at the steps fn gives
+// the engine; without it they are left to the engine. fn must be the
+// engine's own.
+func PromNoStepSubqueryInterval(ctx context.Context, fn func(rangeMillis int64) int64) context.Context {
+	return context.WithValue(ctx, noStepKey{}, fn)
+}
+
+func noStepInterval(ctx context.Context) func(int64) int64 {
+	fn, _ := ctx.Value(noStepKey{}).(func(int64) int64)
+	return fn
 }
 
 // windowCallFor returns the call whose selector has the matchers ms, if

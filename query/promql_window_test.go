@@ -466,8 +466,16 @@ func TestPromWindowInSubquery(t *testing.T) {
 	ctx := context.Background()
 	env := openEquiv(t, 4)
 	addStale(t, env)
+	// The engine's step for a subquery without one: 1 m, or 45 s over
+	// ranges under an hour (any function of the range will do).
+	noStep := func(rng int64) int64 {
+		if rng < 3_600_000 {
+			return 45_000
+		}
+		return 60_000
+	}
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
-		EnableAtModifier: true, NoStepSubqueryIntervalFn: func(int64) int64 { return 60_000 }})
+		EnableAtModifier: true, NoStepSubqueryIntervalFn: noStep})
 	qy := env.eng.Queryable(PromLimits{})
 	// Times off the subqueries' step grids, so that alignment matters.
 	start, end := time.UnixMilli(env.last-3*rowkey.HourMs+7_000), time.UnixMilli(env.last-rowkey.HourMs/2+13_000)
@@ -481,7 +489,8 @@ func TestPromWindowInSubquery(t *testing.T) {
 		"sum_over_time(max_over_time(m[1m])[10m:1m])":                                true,
 		"predict_linear(avg_over_time(m[5m])[30m:1m], 600)":                          true,
 		"max_over_time(timestamp(last_over_time(m[5m]))[10m:1m])":                    true,
-		"max_over_time(rate(m[5m])[1h:])":                                            false,
+		"max_over_time(rate(m[5m])[1h:])":                                            true, // the engine's default step (PromNoStepSubqueryInterval)
+		"max_over_time(rate(m[5m])[50m:] offset 2m)":                                 true,
 		"max_over_time(rate(m[5m])[1h:1m] @ " + fmt.Sprint(env.last/1000-3600) + ")": false,
 	} {
 		for _, step := range []time.Duration{time.Minute, 7 * time.Minute, 0} {
@@ -497,7 +506,7 @@ func TestPromWindowInSubquery(t *testing.T) {
 			want := runQuery(t, mk, func(promql.Query) context.Context { return ctx })
 			var pd *pushdown
 			got := runQuery(t, mk, func(q promql.Query) context.Context {
-				c := PromPushdown(ctx, q.Statement())
+				c := PromPushdown(PromNoStepSubqueryInterval(ctx, noStep), q.Statement())
 				pd, _ = c.Value(pushdownKey{}).(*pushdown)
 				return c
 			})
@@ -519,6 +528,21 @@ func TestPromWindowInSubquery(t *testing.T) {
 			if rewritten != computed {
 				t.Fatalf("%s step %s: computed %v", expr, step, rewritten)
 			}
+		}
+	}
+	// Without the engine's default step, a subquery without one is left
+	// to the engine.
+	expr := "max_over_time(rate(m[5m])[1h:])"
+	mk := func() (promql.Query, error) { return eng.NewRangeQuery(ctx, qy, nil, expr, start, end, time.Minute) }
+	var pd *pushdown
+	runQuery(t, mk, func(q promql.Query) context.Context {
+		c := PromPushdown(ctx, q.Statement())
+		pd, _ = c.Value(pushdownKey{}).(*pushdown)
+		return c
+	})
+	for _, rc := range pd.rates {
+		if rc.done {
+			t.Fatalf("%s: computed without the engine's default step", expr)
 		}
 	}
 }

@@ -315,7 +315,7 @@ func (p *queryAPI) handleQueryRange(w http.ResponseWriter, r *http.Request) {
 func (p *queryAPI) runQuery(ctx context.Context, w http.ResponseWriter, qry promql.Query, qs string, limit int) {
 	// Range functions over non-overlapping steps fold as they decode
 	// (query/promql_pushdown.go).
-	res := qry.Exec(query.PromPushdown(ctx, qry.Statement()))
+	res := qry.Exec(query.PromPushdown(query.PromNoStepSubqueryInterval(ctx, noStepSubqueryInterval), qry.Statement()))
 	if res.Err == nil {
 		// The engine is done; a query out of time still answers as one.
 		res.Err = ctx.Err()

@@ -141,17 +141,15 @@ func New(cfg Config, shared Shared, d Deps, host dialect.Host, reg *prometheus.R
 		promReg = reg
 	}
 	p.engine = promql.NewEngine(promql.EngineOpts{
-		Logger:               log.With("component", "promql"),
-		Reg:                  promReg,
-		MaxSamples:           cfg.MaxSamples,
-		Timeout:              shared.QueryTimeout,
-		LookbackDelta:        cfg.LookbackDelta,
-		EnableAtModifier:     true,
-		EnableNegativeOffset: true,
-		NoStepSubqueryIntervalFn: func(int64) int64 {
-			return time.Minute.Milliseconds() // Prometheus' default global evaluation interval
-		},
-		Parser: p.parser,
+		Logger:                   log.With("component", "promql"),
+		Reg:                      promReg,
+		MaxSamples:               cfg.MaxSamples,
+		Timeout:                  shared.QueryTimeout,
+		LookbackDelta:            cfg.LookbackDelta,
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		NoStepSubqueryIntervalFn: noStepSubqueryInterval,
+		Parser:                   p.parser,
 	})
 	return &Handler{core: p, api: &queryAPI{p}, remote: &remote{p}}
 }
@@ -251,3 +249,8 @@ func IsForm(r *http.Request) bool {
 }
 
 func (p *core) logger() *slog.Logger { return p.log }
+
+// noStepSubqueryInterval is the step of a subquery without one (x[1h:]):
+// Prometheus' default global evaluation interval. The engine and
+// query.PromPushdown are given the same (handler_query.go).
+func noStepSubqueryInterval(int64) int64 { return time.Minute.Milliseconds() }
