@@ -2,8 +2,10 @@ package query
 
 import (
 	"context"
+	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"hourglass/chunk"
 	"hourglass/series"
@@ -37,7 +39,7 @@ func (e *Engine) headSnapshots(ctx context.Context, entries []*series.Entry, scs
 		if thin == nil {
 			th = nil
 		}
-		buf := getHeadBuf(len(entries), th != nil)
+		buf := getHeadBuf(len(entries), end-start, th != nil)
 		dst := buf.pts[:0]
 		total := 0
 		for i, en := range entries {
@@ -114,10 +116,11 @@ type headBuf struct {
 	series int
 	kept   int
 	thin   bool
+	span   int // spanClass of the query's range
 }
 
 // The buffers of headSnapshots are pooled by size class, headBufMin << c
-// points for class c, up to headBufMax (6 MiB), and a query takes one of
+// points for class c, up to headBufMax (4 MiB), and a query takes one of
 // the class its estimate needs: the series it reads times the head's
 // points per series that the last query read. A query estimated to need
 // more than headBufMax gets no buffer (its series get arrays of their own)
@@ -133,11 +136,85 @@ const (
 	headBufMax     = headBufMin << (headBufClasses - 1) // 256 Ki points
 )
 
-var headBufs [headBufClasses]sync.Pool
+// headPoolBytes bounds the idle buffers headPool keeps, all classes
+// together: four of the largest class (the issue's query mix runs four
+// queries at once). A sync.Pool per class kept what
+// the busiest moment of a mix had put back, and for one more collection
+// cycle after (its victims): 9–18 MB of idle head buffers at the issue's
+// scale, which the collector counts as live, so that its goal (GOGC 75)
+// rose by 1.75 times as much and with it the peak RSS with queries
+// (docs/benchmarks.md, "Peak RSS with queries (issue 17, session 12)").
+// A buffer put back past the bound is left to the collector.
+const headPoolBytes = 4 * headBufMax * int(unsafe.Sizeof(chunk.Point{}))
 
-// headPerSeries is the head's points per series the last query read, in
-// 1/16 of a point: of a query's plain snapshots, and of its thinned ones.
-var headPerSeries [2]atomic.Int64
+// headPool is the idle buffers by class, and their bytes.
+var headPool struct {
+	mu    sync.Mutex
+	free  [headBufClasses][]*headBuf
+	bytes int
+}
+
+// headBufBytes is the bytes of a buffer of c points.
+func headBufBytes(c int) int { return c * int(unsafe.Sizeof(chunk.Point{})) }
+
+// takeHeadBuf is an idle buffer of class c, nil when none.
+func takeHeadBuf(c int) *headBuf {
+	p := &headPool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free[c])
+	if n == 0 {
+		return nil
+	}
+	buf := p.free[c][n-1]
+	p.free[c][n-1] = nil
+	p.free[c] = p.free[c][:n-1]
+	p.bytes -= headBufBytes(cap(buf.pts))
+	return buf
+}
+
+// headPoolRoom reports whether headPool has room for a buffer of c points.
+func headPoolRoom(c int) bool {
+	headPool.mu.Lock()
+	defer headPool.mu.Unlock()
+	return headPool.bytes+headBufBytes(c) <= headPoolBytes
+}
+
+// keepHeadBuf pools buf unless the pool is full.
+func keepHeadBuf(buf *headBuf) {
+	p := &headPool
+	b := headBufBytes(cap(buf.pts))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes+b > headPoolBytes {
+		return
+	}
+	c := headClass(cap(buf.pts))
+	p.free[c] = append(p.free[c], buf)
+	p.bytes += b
+}
+
+// headPerSeries is the head's points per series the last query over a
+// range of the same span class read, in 1/16 of a point: of a query's
+// plain snapshots, and of its thinned ones. One estimate for every range
+// let the queries of a mix undo each other's: after a query whose range
+// held one head point per series (417 series, 417 points) the next one
+// over the last hour (417 series, 125,517 points) was given a buffer of
+// 1,024 points, and its series arrays of their own, and the buffer it put
+// back made for a need that the next query, estimated from this one, did
+// not take: at the issue's scale a third of what the query mixes
+// allocated (docs/benchmarks.md, "Peak RSS with queries (issue 17,
+// session 12)").
+var headPerSeries [2][spanClasses]atomic.Int64
+
+// spanClasses is the number of span classes: ranges of up to 2^(c-1) s
+// for class c, the last one for every longer range.
+const spanClasses = 24
+
+// spanClass is the span class of a range of ms milliseconds.
+func spanClass(ms int64) int {
+	return min(bits.Len64(uint64(max(ms, 0))/1000), spanClasses-1)
+}
 
 // headClass is the least size class of at least n points (the largest
 // class past headBufMax).
@@ -149,19 +226,20 @@ func headClass(n int) int {
 	return c
 }
 
-// getHeadBuf returns an empty buffer for a query over series series: none
-// (a nil pts) when the estimate is past headBufMax.
-func getHeadBuf(series int, thin bool) *headBuf {
-	est := int64(series) * headPerSeries[b2i(thin)].Load() / 16
+// getHeadBuf returns an empty buffer for a query over series series and a
+// range of span ms: none (a nil pts) when the estimate is past headBufMax.
+func getHeadBuf(series int, span int64, thin bool) *headBuf {
+	sc := spanClass(span)
+	est := int64(series) * headPerSeries[b2i(thin)][sc].Load() / 16
 	if est > headBufMax {
-		return &headBuf{thin: thin}
+		return &headBuf{thin: thin, span: sc}
 	}
 	c := headClass(int(est))
-	if buf, ok := headBufs[c].Get().(*headBuf); ok {
-		buf.thin, buf.kept = thin, 0
+	if buf := takeHeadBuf(c); buf != nil {
+		buf.thin, buf.kept, buf.span = thin, 0, sc
 		return buf
 	}
-	return &headBuf{pts: make([]chunk.Point, 0, headBufMin<<c), thin: thin}
+	return &headBuf{pts: make([]chunk.Point, 0, headBufMin<<c), thin: thin, span: sc}
 }
 
 func b2i(b bool) int {
@@ -173,21 +251,26 @@ func b2i(b bool) int {
 
 // putHeadBuf gives buf (may be nil) back to its class, or, when its query
 // needed more and at most headBufMax, to the class of that need (a new
-// buffer of that class, the outgrown one dropped), so that the next query
-// of its size fits. A buffer without points is dropped.
+// buffer of that class, the outgrown one dropped, made only when the pool
+// has room for it), so that the next query of its size fits. A buffer
+// without points, or past headPoolBytes, is dropped.
 func putHeadBuf(buf *headBuf) {
 	if buf == nil {
 		return
 	}
 	if buf.series > 0 {
-		headPerSeries[b2i(buf.thin)].Store(int64(buf.need) * 16 / int64(buf.series))
+		headPerSeries[b2i(buf.thin)][buf.span].Store(int64(buf.need) * 16 / int64(buf.series))
 	}
 	if buf.need > cap(buf.pts) && buf.need <= headBufMax {
-		buf.pts = make([]chunk.Point, 0, headBufMin<<headClass(buf.need))
+		c := headBufMin << headClass(buf.need)
+		if !headPoolRoom(c) {
+			return
+		}
+		buf.pts = make([]chunk.Point, 0, c)
 	}
 	if cap(buf.pts) == 0 {
 		return
 	}
 	buf.pts = buf.pts[:0] // points hold no pointers: nothing to clear
-	headBufs[headClass(cap(buf.pts))].Put(buf)
+	keepHeadBuf(buf)
 }
