@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,18 +198,7 @@ func ReplayEmpty(ctx context.Context, base string, in io.Reader, out io.Writer) 
 // replayOnce sends q and returns, per series of the answer, the times of
 // its points (Unix ms).
 func replayOnce(ctx context.Context, client *http.Client, dialect, base string, q Query) ([][]int64, error) {
-	var req *http.Request
-	var err error
-	if dialect == QueryProm {
-		v := url.Values{}
-		v.Set("query", q.PromQL)
-		v.Set("start", strconv.FormatFloat(float64(q.Start)/1000, 'f', -1, 64))
-		v.Set("end", strconv.FormatFloat(float64(q.End)/1000, 'f', -1, 64))
-		v.Set("step", strconv.FormatFloat(q.Step.Seconds(), 'f', -1, 64))
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query_range?"+v.Encode(), nil)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/query", bytes.NewReader(q.OpenTSDB))
-	}
+	req, _, _, err := q.request(ctx, dialect, base)
 	if err != nil {
 		return nil, err
 	}

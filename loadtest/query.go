@@ -355,11 +355,9 @@ func (q Query) describe(dialect string) string {
 	return string(q.OpenTSDB)
 }
 
-// runQuery sends q and reads the answer.
-func runQuery(ctx context.Context, client *http.Client, dialect, base string, q Query) queryOutcome {
-	var req *http.Request
-	var err error
-	var path, reqBody string
+// request is the HTTP request that asks q in dialect of the server at
+// base, and its path and body as they are logged.
+func (q Query) request(ctx context.Context, dialect, base string) (req *http.Request, path, body string, err error) {
 	if dialect == QueryProm {
 		v := url.Values{}
 		v.Set("query", q.PromQL)
@@ -368,13 +366,19 @@ func runQuery(ctx context.Context, client *http.Client, dialect, base string, q 
 		v.Set("step", strconv.FormatFloat(q.Step.Seconds(), 'f', -1, 64))
 		path = "/api/v1/query_range?" + v.Encode()
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	} else {
-		path, reqBody = "/api/query", string(q.OpenTSDB)
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(q.OpenTSDB))
-		if req != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
+		return req, path, "", err
 	}
+	path, body = "/api/query", string(q.OpenTSDB)
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(q.OpenTSDB))
+	if req != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, path, body, err
+}
+
+// runQuery sends q and reads the answer.
+func runQuery(ctx context.Context, client *http.Client, dialect, base string, q Query) queryOutcome {
+	req, path, reqBody, err := q.request(ctx, dialect, base)
 	if err != nil {
 		return queryOutcome{err: err}
 	}

@@ -963,16 +963,22 @@ func linearRegression(ts []int64, fs []float64, interceptTime int64) (slope, int
 		sumX2, cX2 = kahanInc(x*x, sumX2, cX2)
 	}
 	if constY {
-		if math.IsInf(initY, 0) {
-			return math.NaN(), math.NaN()
-		}
-		return 0, initY
+		return flatLine(initY)
 	}
 	sumX += cX
 	sumY += cY
 	sumXY += cXY
 	sumX2 += cX2
 	return regressionLine(n, sumX, sumY, sumXY, sumX2)
+}
+
+// flatLine is the engine's linearRegression of a window whose values are
+// all initY.
+func flatLine(initY float64) (slope, intercept float64) {
+	if math.IsInf(initY, 0) {
+		return math.NaN(), math.NaN()
+	}
+	return 0, initY
 }
 
 // regressionLine is the end of the engine's linearRegression, from its
@@ -1034,10 +1040,7 @@ func linearRegressionY(ts []int64, fs []float64, interceptTime int64, sumX, sumX
 		sumXY, cXY = kahanInc(x*f, sumXY, cXY)
 	}
 	if constY {
-		if math.IsInf(initY, 0) {
-			return math.NaN(), math.NaN()
-		}
-		return 0, initY
+		return flatLine(initY)
 	}
 	sumY += cY
 	sumXY += cXY
