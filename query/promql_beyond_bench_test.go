@@ -59,16 +59,7 @@ func benchBeyond(b *testing.B, env *benchEnv, q string, span, step time.Duration
 	b.ReportAllocs()
 	defer reportCPU(b, startCPU(), benchSeries*int(max(span.Milliseconds(), rowkey.HourMs)/benchStepMs+1))
 	for b.Loop() {
-		var qr promql.Query
-		var err error
-		if step == 0 {
-			qr, err = eng.NewInstantQuery(ctx, qy, nil, q, time.UnixMilli(end))
-		} else {
-			qr, err = eng.NewRangeQuery(ctx, qy, nil, q, time.UnixMilli(start), time.UnixMilli(end), step)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		qr := benchQuery(b, ctx, eng, qy, q, start, end, step)
 		// The server's: a subquery without a step steps by 1 m.
 		res := qr.Exec(query.PromPushdown(query.PromNoStepSubqueryInterval(ctx, noStep), qr.Statement()))
 		if res.Err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
 
 	"hourglass/query"
 	"hourglass/rowkey"
@@ -53,16 +54,7 @@ func benchWindow(b *testing.B, env *benchEnv, q string, step time.Duration) {
 	b.ReportAllocs()
 	defer reportCPU(b, startCPU(), benchSeries*int(rowkey.HourMs/benchStepMs+1))
 	for b.Loop() {
-		var qr promql.Query
-		var err error
-		if step == 0 {
-			qr, err = eng.NewInstantQuery(ctx, qy, nil, q, time.UnixMilli(end))
-		} else {
-			qr, err = eng.NewRangeQuery(ctx, qy, nil, q, time.UnixMilli(start), time.UnixMilli(end), step)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		qr := benchQuery(b, ctx, eng, qy, q, start, end, step)
 		res := qr.Exec(query.PromPushdown(ctx, qr.Statement()))
 		if res.Err != nil {
 			b.Fatal(res.Err)
@@ -82,4 +74,20 @@ func benchWindow(b *testing.B, env *benchEnv, q string, step time.Duration) {
 		}
 		qr.Close()
 	}
+}
+
+// benchQuery is the engine's query of q: instant at end when step is 0,
+// else over start..end (Unix ms) by step.
+func benchQuery(b *testing.B, ctx context.Context, eng *promql.Engine, qy storage.Queryable, q string, start, end int64, step time.Duration) promql.Query {
+	var qr promql.Query
+	var err error
+	if step == 0 {
+		qr, err = eng.NewInstantQuery(ctx, qy, nil, q, time.UnixMilli(end))
+	} else {
+		qr, err = eng.NewRangeQuery(ctx, qy, nil, q, time.UnixMilli(start), time.UnixMilli(end), step)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return qr
 }
